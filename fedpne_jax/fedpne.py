@@ -1,0 +1,175 @@
+"""The Fed-PNE engine: S seeds x M clients in one compiled, vmapped call.
+
+``run(config, objective, seeds)`` is the public entry point.  It derives tables and static shapes on
+the host, compiles ``run_batch`` once per shape (cached), runs it, and checks every seed's flags: a
+node table that overflowed is grown and the affected seeds rerun (results do not depend on the
+capacity), a table that may not grow raises CapacityError, and NaN/inf from the objective raises
+ObjectiveError naming the objective and the seeds.  Nothing is ever truncated or averaged silently.
+
+Seed i runs with key fold_in(key(base_seed), i), so its numbers do not depend on which or how many
+seeds run beside it.
+"""
+from __future__ import annotations
+
+import time
+from typing import NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax import phase as phase_lib
+from fedpne_jax.config import FedPNEConfig
+from fedpne_jax.errors import CapacityError, ObjectiveError
+from fedpne_jax.params import MAX_CAPACITY, Params, Static, depth_limit, initial_capacity, make_params, make_static
+from fedpne_jax.result import RunResult
+
+
+class RunOutput(NamedTuple):
+    final_regret: jax.Array    # R(T) / M
+    curve: jax.Array           # (C,) R / M at the checkpoint rounds
+    phases: jax.Array
+    uploads: jax.Array         # sum_p |K^p| over uploaded phases (per client)
+    depth: jax.Array
+    recommendation: jax.Array  # (D,)
+    max_active: jax.Array
+    flags: jax.Array
+
+
+def run_single(static: Static, params: Params, objective, key) -> RunOutput:
+    """One seed of Fed-PNE: phases until round T (or until a flag stops the run)."""
+    partition_key, sample_key = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
+    state = phase_lib.init_state(static, objective, partition_key)
+
+    def body(s):
+        s = phase_lib.expand_until_ready(static, params, s)
+        after = phase_lib.run_phase(static, params, objective, sample_key, s)
+        return jax.tree.map(lambda a, b: jnp.where(s.flags == 0, a, b), after, s)
+
+    state = jax.lax.while_loop(lambda s: (s.t < static.horizon) & (s.flags == 0), body, state)
+    return RunOutput(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
+                     state.recommendation, state.max_active, state.flags)
+
+
+_TRACES = [0]
+
+
+def trace_count() -> int:
+    """How many times run_batch has been traced in this process (tests use it to catch recompiles)."""
+    return _TRACES[0]
+
+
+def run_batch(static: Static, params: Params, objective, base_seed, seed_ids) -> RunOutput:
+    """All seeds ``seed_ids`` of one configuration, vmapped."""
+    _TRACES[0] += 1
+    base = jax.random.key(base_seed)
+    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(seed_ids)
+    return jax.vmap(run_single, in_axes=(None, None, None, 0))(static, params, objective, keys)
+
+
+_jitted = jax.jit(run_batch, static_argnums=0)
+_compiled: dict = {}
+
+
+def _executable(static, params, objective, base_seed, seed_ids):
+    """AOT-compiled run_batch for these shapes; compiled at most once per process."""
+    leaves, treedef = jax.tree.flatten((params, objective))
+    signature = (static, treedef, tuple((np.shape(x), np.result_type(x).str) for x in leaves), seed_ids.shape)
+    if signature not in _compiled:
+        start = time.perf_counter()
+        exe = _jitted.lower(static, params, objective, base_seed, seed_ids).compile()
+        _compiled[signature] = (exe, time.perf_counter() - start)
+        return exe, _compiled[signature][1]
+    return _compiled[signature][0], 0.0
+
+
+def _execute(static, params, objective, base_seed: int, seed_ids: np.ndarray):
+    """(outputs as numpy, compile seconds, run seconds)."""
+    base = jnp.int32(base_seed)
+    ids = jnp.asarray(seed_ids, jnp.int32)
+    if jax.config.jax_disable_jit:
+        start = time.perf_counter()
+        out = run_batch(static, params, objective, base, ids)
+        return jax.tree.map(np.asarray, out), 0.0, time.perf_counter() - start
+    exe, compile_s = _executable(static, params, objective, base, ids)
+    start = time.perf_counter()
+    out = jax.block_until_ready(exe(params, objective, base, ids))
+    return jax.tree.map(np.asarray, out), compile_s, time.perf_counter() - start
+
+
+def _seed_ids(seeds) -> np.ndarray:
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        if seeds < 1:
+            raise ValueError(f"seeds must be >= 1, got {seeds}")
+        return np.arange(int(seeds), dtype=np.int64)
+    ids = np.asarray(list(seeds))
+    if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) \
+            or np.any(ids > 2**31 - 1):
+        raise ValueError(f"seeds must be a count >= 1 or a non-empty sequence of int32 seed indices >= 0, "
+                         f"got {seeds!r}")
+    return ids.astype(np.int64)
+
+
+def check_inputs(config: FedPNEConfig, objective) -> None:
+    """Errors a run can detect before compiling."""
+    if not isinstance(config, FedPNEConfig):
+        raise ValueError(f"config must be a FedPNEConfig, got {type(config).__name__}")
+    if objective.num_clients != config.num_clients:
+        raise ValueError(f"num_clients: the config has M={config.num_clients} but objective "
+                         f"{objective.name!r} was built for {objective.num_clients} clients")
+    if config.noise_kind == "bernoulli" and not (0.0 <= objective.f_star <= 1.0):
+        raise ValueError(f"noise 'bernoulli' needs objective values in [0, 1]; objective {objective.name!r} "
+                         f"has f* = {objective.f_star}")
+
+
+def run(config: FedPNEConfig, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0,
+        grow: bool = True) -> RunResult:
+    """Run Fed-PNE (DP-Fed-PNE when config.dp_epsilon is set) for the given seeds.
+
+    ``seeds``: a count S (seed indices 0..S-1) or explicit seed indices.  ``grow``: when a node
+    table overflows, rerun the affected seeds with twice the capacity (else raise CapacityError).
+    """
+    check_inputs(config, objective)
+    ids = _seed_ids(seeds)
+    if not isinstance(base_seed, (int, np.integer)) or not (0 <= base_seed <= 2**31 - 1):
+        raise ValueError(f"base_seed must be an int in [0, 2^31 - 1], got {base_seed!r}")
+    depth = depth_limit(config)
+    capacity = initial_capacity(config)
+    params = make_params(config, depth)
+    outputs: dict[int, tuple] = {}
+    pending = ids
+    compile_s = run_s = 0.0
+    while pending.size:
+        static = make_static(config, objective, capacity, depth)
+        out, c_s, r_s = _execute(static, params, objective, int(base_seed), pending)
+        compile_s, run_s = compile_s + c_s, run_s + r_s
+        bad = out.flags & (phase_lib.FLAG_NONFINITE | phase_lib.FLAG_RANGE)
+        if np.any(bad):
+            which = pending[bad != 0]
+            what = ("returned NaN or inf" if np.any(bad & phase_lib.FLAG_NONFINITE)
+                    else "returned values outside [0, 1], which Bernoulli rewards cannot use")
+            raise ObjectiveError(f"objective {objective.name!r} {what} (seeds {which[:10].tolist()}"
+                                 f"{' ...' if which.size > 10 else ''}); no result was produced")
+        for i, seed in enumerate(pending):
+            if out.flags[i] == 0:
+                outputs[int(seed)] = jax.tree.map(lambda a: a[i], out)
+        failed = out.flags != 0
+        pending = pending[failed]
+        if not pending.size:
+            break
+        if np.any(out.flags[failed] & phase_lib.FLAG_DEPTH):
+            depth *= 2
+            params = make_params(config, depth)
+        if np.any(out.flags[failed] & phase_lib.FLAG_CAPACITY):
+            if not grow:
+                raise CapacityError(
+                    f"node table of capacity {capacity} overflowed in {pending.size} seed(s) "
+                    f"(e.g. seed {int(pending[0])}); rerun with grow=True or a larger capacity")
+            if capacity * 2 > MAX_CAPACITY:
+                raise CapacityError(f"node table would need more than {MAX_CAPACITY} nodes "
+                                    f"(seed {int(pending[0])}); the configuration keeps too many nodes active")
+            capacity *= 2
+    stacked = jax.tree.map(lambda *xs: np.stack(xs), *[outputs[int(s)] for s in ids])
+    return RunResult.from_outputs(config, objective, ids, int(base_seed), stacked,
+                                  make_static(config, objective, capacity, depth),
+                                  compile_seconds=compile_s, run_seconds=run_s)

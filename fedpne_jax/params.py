@@ -1,0 +1,172 @@
+"""Per-run numbers derived on the host: the dynamic :class:`Params` pytree and the static shapes.
+
+Everything that depends on the depth h is tabulated here in float64 and exact integers, so the
+compiled program only indexes tables.  This keeps tau_h = ceil(c^2 L rho^(-2h) / nu1^2) exact (a
+float32 ceil can land on the wrong integer) and lets a grid of hyper-parameters be a stacked Params
+pytree vmapped together with the seeds.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from fedpne_jax.config import FedPNEConfig
+
+TAU_CLIP = 2**30          # tau_h beyond this is never reached within an int32 horizon
+MAX_CAPACITY = 2**22      # the largest node table a run may grow to
+INT32_MAX = 2**31 - 1
+
+
+class Params(NamedTuple):
+    """Dynamic inputs of the compiled run; a batch of them (leading axis) is a hyper-parameter grid."""
+
+    tau: np.ndarray          # (H+1,) int32, tau_h clipped to TAU_CLIP
+    n_pulls: np.ndarray      # (H+1,) int32, n_h = ceil(tau_h / M) clipped to T + 1
+    conf: np.ndarray         # (H+1,) float32, b_h = c sqrt(L / (M n_h))
+    smooth: np.ndarray       # (H+1,) float32, nu1 rho^h
+    noise_scale: np.ndarray  # () float32, sigma of gaussian noise or a of uniform noise
+    dp_var: np.ndarray       # () float32, sigma_dp^2 (0 without DP)
+
+
+def tau_table(config: FedPNEConfig, depth_limit: int) -> list[int]:
+    scale = config.c_value ** 2 * config.log_term / config.nu ** 2
+    out = []
+    for h in range(depth_limit + 1):
+        log_x = math.log(scale) - 2.0 * h * math.log(config.rho)
+        x = math.exp(log_x) if log_x < math.log(TAU_CLIP) else float(TAU_CLIP)
+        out.append(min(TAU_CLIP, max(0, math.ceil(x))))
+    return out
+
+
+def n_from_tau(tau: int, config: FedPNEConfig) -> int:
+    return min(-(-tau // config.num_clients), config.horizon + 1)
+
+
+def depth_limit(config: FedPNEConfig) -> int:
+    """An upper bound on the depth of any phase a run can start.
+
+    With g1 the first depth where tau > 1 and h_c the deepest depth whose phase can complete with
+    rounds left (n_h <= T - 1): a phase started right after one at depth h_prev <= h_c (or at the
+    root) expands only while |K| tau_h <= M with |K| >= k^(h - h_prev) and tau_h >= 2, or while
+    tau_h <= 1; hence h <= max(g1, h_c + 1) + log_k(M / 2) + 1.  The engine still flags any depth
+    beyond this bound, so an error in it could never truncate a run silently.
+    """
+    probe = 64
+    while True:
+        taus = tau_table(config, probe)
+        if taus[-1] >= TAU_CLIP or probe > 100_000:
+            break
+        probe *= 2
+    g1 = next((h for h, t in enumerate(taus) if t > 1), len(taus))
+    h_c = max((h for h, t in enumerate(taus) if n_from_tau(t, config) <= config.horizon - 1), default=-1)
+    spread = int(math.floor(math.log(max(config.num_clients / 2.0, 1.0), config.k) + 1e-9))
+    return max(g1, h_c + 1, 0) + spread + 2
+
+
+def first_phase_size(config: FedPNEConfig, limit: int) -> int:
+    """|K^1| after the initial expansions (every node survives them), capped at ``limit``."""
+    taus = tau_table(config, depth_limit(config))
+    size, h = 1, 0
+    while h < len(taus) - 1 and (taus[h] <= 1 or size * taus[h] <= config.num_clients):
+        size, h = size * config.k, h + 1
+        if size > limit:
+            return size
+    return size
+
+
+def initial_capacity(config: FedPNEConfig) -> int:
+    """A node-table capacity that fits typical runs: room for all children of the first phase.
+
+    Runs that need more are detected (overflow flag) and rerun with a larger table.
+    """
+    if config.capacity is not None:
+        return config.capacity
+    need = config.k * first_phase_size(config, MAX_CAPACITY)
+    return int(min(MAX_CAPACITY, max(8 * config.k, 1 << (need - 1).bit_length())))
+
+
+def digits_per_word(k: int) -> int:
+    """Base-k digits an int32 word holds with room for one more multiply-add (k^s <= 2^31 - 1)."""
+    s = 0
+    while k ** (s + 1) <= INT32_MAX:
+        s += 1
+    return s
+
+
+def longest_split_dims(lo, hi, k: int, depth: int) -> tuple[int, ...]:
+    """Split dimension per depth for split='longest', decided in exact rational arithmetic.
+
+    Every node of one depth has been split the same number of times along each dimension (the rule
+    is deterministic), so one dimension per depth describes the whole partition; exact arithmetic
+    makes ties (lowest index wins) reliable for any k and box.
+    """
+    widths = [Fraction(float(b)) - Fraction(float(a)) for a, b in zip(lo, hi)]
+    levels = [0] * len(widths)
+    dims = []
+    for _ in range(depth + 1):
+        sides = [w / Fraction(k) ** e for w, e in zip(widths, levels)]
+        d = max(range(len(sides)), key=lambda i: (sides[i], -i))
+        dims.append(d)
+        levels[d] += 1
+    return tuple(dims)
+
+
+def make_params(config: FedPNEConfig, depth: int) -> Params:
+    """Tables for depths 0..depth (``depth`` >= :func:`depth_limit` of every config in a batch)."""
+    taus = tau_table(config, depth)
+    n = [n_from_tau(t, config) for t in taus]
+    M, L = config.num_clients, config.log_term
+    conf = [config.c_value * math.sqrt(L / (M * ni)) if ni > 0 else math.inf for ni in n]
+    smooth = [config.nu * config.rho ** h for h in range(depth + 1)]
+    return Params(
+        tau=np.asarray(taus, np.int32),
+        n_pulls=np.asarray(n, np.int32),
+        conf=np.asarray(conf, np.float32),
+        smooth=np.asarray(smooth, np.float32),
+        noise_scale=np.float32(config.noise_scale),
+        dp_var=np.float32(config.dp_sigma2),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Static:
+    """Everything that decides the compiled program: shapes, kinds and capacities."""
+
+    num_clients: int
+    horizon: int
+    k: int
+    dim: int
+    split: str
+    noise_kind: str
+    pull: str
+    sampling: str
+    dp: bool
+    checkpoints: int
+    capacity: int
+    depth: int              # tables cover depths 0..depth
+    digits: int             # base-k digits per int32 word of a cell coordinate
+    words: int              # int32 words per cell coordinate
+    split_dims: tuple       # per depth, for split='longest' (empty otherwise)
+    pull_chunk: int
+
+    @property
+    def checkpoint_rounds(self) -> np.ndarray:
+        """C evenly spaced rounds ceil(c T / C), c = 1..C; the last is T."""
+        c = np.arange(1, self.checkpoints + 1, dtype=np.int64)
+        return ((c * self.horizon + self.checkpoints - 1) // self.checkpoints).astype(np.int32)
+
+
+def make_static(config: FedPNEConfig, objective, capacity: int, depth: int) -> Static:
+    digits = digits_per_word(config.k)
+    split_dims = (longest_split_dims(objective.lo, objective.hi, config.k, depth)
+                  if config.split == "longest" else ())
+    return Static(
+        num_clients=config.num_clients, horizon=config.horizon, k=config.k, dim=objective.dim,
+        split=config.split, noise_kind=config.noise_kind, pull=config.pull,
+        sampling=config.resolved_sampling, dp=config.dp, checkpoints=config.checkpoints,
+        capacity=capacity, depth=depth, digits=digits, words=-(-(depth + 1) // digits),
+        split_dims=split_dims, pull_chunk=config.pull_chunk)

@@ -1,0 +1,135 @@
+"""One phase of Fed-PNE (Algorithms 1-2), shared by Fed-PNE and DP-Fed-PNE.
+
+DP-Fed-PNE differs only in the rewards (extra Gaussian noise, see rewards.py) and in the
+confidence constant c (resolved on the host), so the same phase function serves both.
+
+Semantics, with the paper's typos resolved:
+* before a phase, while |K| tau_h <= M or tau_h <= 1, K is replaced by all k children of its nodes;
+* every client pulls each node of K n_h = ceil(tau_h / M) times, node after node in table order;
+* the server averages the client means, and eliminates node i when
+  mu_i + b_h + nu1 rho^h < max_j mu_j - b_h, b_h = c sqrt(L / (M n_h));
+* K becomes the children of the survivors, parents in order, each parent's children in order;
+* a phase that would pass round T is cut at T (clients follow its schedule) and eliminates nothing.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fedpne_jax import partition, rewards
+from fedpne_jax.params import Params, Static
+
+FLAG_CAPACITY = 1
+FLAG_DEPTH = 2
+FLAG_NONFINITE = rewards.FLAG_NONFINITE
+FLAG_RANGE = rewards.FLAG_RANGE
+
+
+class RunState(NamedTuple):
+    table: partition.NodeTable
+    depth: jax.Array           # depth of the nodes in the table
+    t: jax.Array               # rounds completed
+    regret: jax.Array          # per-client average cumulative regret R(t) / M
+    curve: jax.Array           # (C,) R / M at the checkpoint rounds
+    phases: jax.Array          # phases whose estimates were uploaded
+    uploads: jax.Array         # sum over uploaded phases of |K^p| (scalars per client)
+    depth_pulled: jax.Array    # depth of the last phase that pulled
+    recommendation: jax.Array  # (D,) centre of the best node of the last completed phase
+    max_active: jax.Array      # largest |K| seen (how much of the capacity a run needs)
+    flags: jax.Array           # FLAG_* bits; any set bit stops the run
+
+
+def init_state(static: Static, objective, partition_key) -> RunState:
+    table = partition.root(static, partition_key)
+    centre = 0.5 * (jnp.asarray(objective.lo, jnp.float32) + jnp.asarray(objective.hi, jnp.float32))
+    zero = jnp.int32(0)
+    return RunState(table=table, depth=zero, t=zero, regret=jnp.float32(0.0),
+                    curve=jnp.zeros((static.checkpoints,), jnp.float32), phases=zero, uploads=zero,
+                    depth_pulled=zero, recommendation=centre, max_active=jnp.int32(1), flags=zero)
+
+
+def _deepen(static: Static, state: RunState):
+    """Depth h + 1, or the depth flag when the tables end (never silently past them)."""
+    at_limit = state.depth >= static.depth
+    return jnp.minimum(state.depth + 1, static.depth), jnp.where(at_limit, FLAG_DEPTH, 0)
+
+
+def expand_until_ready(static: Static, params: Params, state: RunState) -> RunState:
+    """Server lines 5-7: expand all nodes while |K| tau_h <= M or tau_h <= 1."""
+    M = static.num_clients
+
+    def needs_expansion(s: RunState):
+        tau = params.tau[s.depth]
+        small = (tau <= 1) | (s.table.count <= M // jnp.maximum(tau, 1))
+        return small & (s.flags == 0)
+
+    def expand_all(s: RunState):
+        active = jnp.arange(static.capacity) < s.table.count
+        table, overflow = partition.expand(static, s.table, active, s.depth)
+        depth, depth_flag = _deepen(static, s)
+        flags = s.flags | depth_flag | jnp.where(overflow, FLAG_CAPACITY, 0)
+        return s._replace(table=table, depth=depth, flags=flags,
+                          max_active=jnp.maximum(s.max_active, table.count))
+
+    return jax.lax.while_loop(needs_expansion, expand_all, state)
+
+
+def run_phase(static: Static, params: Params, objective, sample_key, state: RunState) -> RunState:
+    """Pull, upload, aggregate, eliminate and expand: one phase (after expand_until_ready)."""
+    table, h, t, T = state.table, state.depth, state.t, static.horizon
+    cap = static.capacity
+    rows = jnp.arange(cap, dtype=jnp.int32)
+    active = rows < table.count
+    n = params.n_pulls[h]
+
+    # The schedule: row j is pulled in rounds t + j n + 1 .. t + (j + 1) n, cut at T.  Products
+    # j * n are formed only where they cannot exceed T (int32).
+    remaining = T - t
+    full = remaining // n
+    pulls = jnp.where(rows < full, n, jnp.where(rows == full, remaining - jnp.minimum(full, rows) * n, 0))
+    pulls = jnp.where(active, pulls, 0)
+    complete = table.count <= full
+    t_end = jnp.where(complete, t + jnp.minimum(table.count, full) * n, T)
+
+    rounds = jnp.asarray(static.checkpoint_rounds)
+    in_phase = (rounds > t) & (rounds <= t_end)
+    offset = jnp.clip(rounds - t, 0, t_end - t)
+    jc = offset // n
+    part = jnp.where(in_phase, offset - jc * n, 0)
+
+    phase_key = jax.random.fold_in(sample_key, state.phases)
+    est = rewards.estimate(static, params, objective, table, pulls, n, phase_key, jc, part)
+
+    prefix = jnp.concatenate([jnp.zeros((1,), jnp.float32), jnp.cumsum(est.regret)])
+    curve = jnp.where(in_phase, state.regret + prefix[jc] + est.partial, state.curve)
+    regret = state.regret + prefix[-1]
+
+    # Server (Algorithm 2, lines 11-16).
+    mu = jnp.where(active, est.mean, -jnp.inf)
+    best = jnp.argmax(mu)
+    b, smooth = params.conf[h], params.smooth[h]
+    eliminated = est.mean + b + smooth < mu[best] - b
+    keep = active & ~eliminated
+    go_on = complete & (t_end < T)
+    children, overflow = partition.expand(static, table, keep, h)
+    table = jax.tree.map(lambda new, old: jnp.where(go_on, new, old), children, table)
+    depth, depth_flag = _deepen(static, state)
+    centre = partition.centres(static, state.table, objective.lo, objective.hi)[best]
+
+    flags = state.flags | est.flags | jnp.where(go_on & overflow, FLAG_CAPACITY, 0) \
+        | jnp.where(go_on, depth_flag, 0)
+    return RunState(
+        table=table,
+        depth=jnp.where(go_on, depth, h),
+        t=t_end,
+        regret=regret,
+        curve=curve,
+        phases=state.phases + complete.astype(jnp.int32),
+        uploads=state.uploads + jnp.where(complete, state.table.count, 0),
+        depth_pulled=h,
+        recommendation=jnp.where(complete, centre, state.recommendation),
+        max_active=jnp.maximum(state.max_active, jnp.where(go_on, table.count, 0)),
+        flags=flags,
+    )
