@@ -14,6 +14,7 @@ NOISE_KINDS = ("gaussian", "bernoulli", "uniform", "none")
 SPLITS = ("random", "longest")
 PULLS = ("centre", "uniform")
 SAMPLINGS = ("auto", "aggregate", "client", "explicit")
+PRECISIONS = ("float32", "float64")
 DEFAULT_NOISE_SCALE = 0.1
 DEFAULT_C = 0.1
 MAX_HORIZON = 2**31 - 2  # rounds are int32 and n_h is clipped to T + 1
@@ -85,6 +86,7 @@ class FedPNEConfig:
     checkpoints: int = 100
     capacity: Optional[int] = None
     pull_chunk: int = 32
+    precision: str = "float32"
 
     def __post_init__(self):
         if not _is_int(self.num_clients) or self.num_clients < 1:
@@ -123,6 +125,8 @@ class FedPNEConfig:
             raise ValueError(f"capacity must be an integer >= k, got {self.capacity!r}")
         if not _is_int(self.pull_chunk) or self.pull_chunk < 1:
             raise ValueError(f"pull_chunk must be an integer >= 1, got {self.pull_chunk!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.resolved_sampling == "aggregate" and not (kind in ("gaussian", "none") and self.pull == "centre"):
             raise ValueError("sampling 'aggregate' is exact only for gaussian or no noise with centre pulls; "
                              f"got noise={self.noise!r}, pull={self.pull!r}")

@@ -38,7 +38,7 @@ class RunOutput(NamedTuple):
 
 def run_single(static: Static, params: Params, objective, key) -> RunOutput:
     """One seed of Fed-PNE: phases until round T (or until a flag stops the run)."""
-    partition_key, sample_key = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
+    partition_key, sample_key = run_keys(key)
     state = phase_lib.init_state(static, objective, partition_key)
 
     def body(s):
@@ -49,6 +49,16 @@ def run_single(static: Static, params: Params, objective, key) -> RunOutput:
     state = jax.lax.while_loop(lambda s: (s.t < static.horizon) & (s.flags == 0), body, state)
     return RunOutput(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
                      state.recommendation, state.max_active, state.flags)
+
+
+def seed_key(base_seed: int, seed: int):
+    """The key of seed index ``seed``: fold_in(key(base_seed), seed)."""
+    return jax.random.fold_in(jax.random.key(base_seed), seed)
+
+
+def run_keys(key):
+    """(partition key, sampling key) of a run: the partition never shares randomness with rewards."""
+    return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
 
 _TRACES = [0]
@@ -62,8 +72,7 @@ def trace_count() -> int:
 def run_batch(static: Static, params: Params, objective, base_seed, seed_ids) -> RunOutput:
     """All seeds ``seed_ids`` of one configuration, vmapped."""
     _TRACES[0] += 1
-    base = jax.random.key(base_seed)
-    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(seed_ids)
+    keys = jax.vmap(lambda i: seed_key(base_seed, i))(seed_ids)
     return jax.vmap(run_single, in_axes=(None, None, None, 0))(static, params, objective, keys)
 
 
@@ -74,7 +83,7 @@ _compiled: dict = {}
 def _executable(static, params, objective, base_seed, seed_ids):
     """AOT-compiled run_batch for these shapes; compiled at most once per process."""
     leaves, treedef = jax.tree.flatten((params, objective))
-    signature = (static, treedef, tuple((np.shape(x), np.result_type(x).str) for x in leaves), seed_ids.shape)
+    signature = (static, treedef, tuple((np.shape(x), np.asarray(x).dtype.str) for x in leaves), seed_ids.shape)
     if signature not in _compiled:
         start = time.perf_counter()
         exe = _jitted.lower(static, params, objective, base_seed, seed_ids).compile()
@@ -85,16 +94,18 @@ def _executable(static, params, objective, base_seed, seed_ids):
 
 def _execute(static, params, objective, base_seed: int, seed_ids: np.ndarray):
     """(outputs as numpy, compile seconds, run seconds)."""
-    base = jnp.int32(base_seed)
-    ids = jnp.asarray(seed_ids, jnp.int32)
-    if jax.config.jax_disable_jit:
+    # float64 runs trace, compile and execute with 64-bit types enabled for this call only.
+    with jax.enable_x64(static.real == "float64"):
+        base = jnp.int32(base_seed)
+        ids = jnp.asarray(seed_ids, jnp.int32)
+        if jax.config.jax_disable_jit:
+            start = time.perf_counter()
+            out = run_batch(static, params, objective, base, ids)
+            return jax.tree.map(np.asarray, out), 0.0, time.perf_counter() - start
+        exe, compile_s = _executable(static, params, objective, base, ids)
         start = time.perf_counter()
-        out = run_batch(static, params, objective, base, ids)
-        return jax.tree.map(np.asarray, out), 0.0, time.perf_counter() - start
-    exe, compile_s = _executable(static, params, objective, base, ids)
-    start = time.perf_counter()
-    out = jax.block_until_ready(exe(params, objective, base, ids))
-    return jax.tree.map(np.asarray, out), compile_s, time.perf_counter() - start
+        out = jax.block_until_ready(exe(params, objective, base, ids))
+        return jax.tree.map(np.asarray, out), compile_s, time.perf_counter() - start
 
 
 def _seed_ids(seeds) -> np.ndarray:

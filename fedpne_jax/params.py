@@ -16,7 +16,7 @@ import numpy as np
 
 from fedpne_jax.config import FedPNEConfig
 
-TAU_CLIP = 2**30          # tau_h beyond this is never reached within an int32 horizon
+TAU_SATURATION = 2**62    # above M (T + 1) for any int32 horizon and M, so n_h saturates at T + 1
 MAX_CAPACITY = 2**22      # the largest node table a run may grow to
 INT32_MAX = 2**31 - 1
 
@@ -24,21 +24,24 @@ INT32_MAX = 2**31 - 1
 class Params(NamedTuple):
     """Dynamic inputs of the compiled run; a batch of them (leading axis) is a hyper-parameter grid."""
 
-    tau: np.ndarray          # (H+1,) int32, tau_h clipped to TAU_CLIP
+    tau: np.ndarray          # (H+1,) int32, tau_h clipped to M + 1 (only tau <= 1 and M // tau matter)
     n_pulls: np.ndarray      # (H+1,) int32, n_h = ceil(tau_h / M) clipped to T + 1
-    conf: np.ndarray         # (H+1,) float32, b_h = c sqrt(L / (M n_h))
-    smooth: np.ndarray       # (H+1,) float32, nu1 rho^h
-    noise_scale: np.ndarray  # () float32, sigma of gaussian noise or a of uniform noise
-    dp_var: np.ndarray       # () float32, sigma_dp^2 (0 without DP)
+    conf: np.ndarray         # (H+1,) float, b_h = c sqrt(L / (M n_h))
+    smooth: np.ndarray       # (H+1,) float, nu1 rho^h
+    noise_scale: np.ndarray  # () float, sigma of gaussian noise or a of uniform noise
+    dp_var: np.ndarray       # () float, sigma_dp^2 (0 without DP)
 
 
 def tau_table(config: FedPNEConfig, depth_limit: int) -> list[int]:
+    """tau_h for h = 0..depth_limit as Python ints, saturating at TAU_SATURATION (beyond any n_h <= T)."""
     scale = config.c_value ** 2 * config.log_term / config.nu ** 2
     out = []
     for h in range(depth_limit + 1):
         log_x = math.log(scale) - 2.0 * h * math.log(config.rho)
-        x = math.exp(log_x) if log_x < math.log(TAU_CLIP) else float(TAU_CLIP)
-        out.append(min(TAU_CLIP, max(0, math.ceil(x))))
+        if log_x >= math.log(TAU_SATURATION):
+            out.append(TAU_SATURATION)
+        else:
+            out.append(max(0, math.ceil(scale * config.rho ** (-2 * h))))
     return out
 
 
@@ -58,7 +61,7 @@ def depth_limit(config: FedPNEConfig) -> int:
     probe = 64
     while True:
         taus = tau_table(config, probe)
-        if taus[-1] >= TAU_CLIP or probe > 100_000:
+        if taus[-1] >= TAU_SATURATION or probe > 100_000:
             break
         probe *= 2
     g1 = next((h for h, t in enumerate(taus) if t > 1), len(taus))
@@ -122,13 +125,14 @@ def make_params(config: FedPNEConfig, depth: int) -> Params:
     M, L = config.num_clients, config.log_term
     conf = [config.c_value * math.sqrt(L / (M * ni)) if ni > 0 else math.inf for ni in n]
     smooth = [config.nu * config.rho ** h for h in range(depth + 1)]
+    real = np.dtype(config.precision)
     return Params(
-        tau=np.asarray(taus, np.int32),
+        tau=np.asarray([min(t, M + 1) for t in taus], np.int32),
         n_pulls=np.asarray(n, np.int32),
-        conf=np.asarray(conf, np.float32),
-        smooth=np.asarray(smooth, np.float32),
-        noise_scale=np.float32(config.noise_scale),
-        dp_var=np.float32(config.dp_sigma2),
+        conf=np.asarray(conf, real),
+        smooth=np.asarray(smooth, real),
+        noise_scale=np.asarray(config.noise_scale, real),
+        dp_var=np.asarray(config.dp_sigma2, real),
     )
 
 
@@ -152,6 +156,11 @@ class Static:
     words: int              # int32 words per cell coordinate
     split_dims: tuple       # per depth, for split='longest' (empty otherwise)
     pull_chunk: int
+    real: str               # 'float32' or 'float64': points, values, estimates and regret
+
+    @property
+    def float_dtype(self) -> np.dtype:
+        return np.dtype(self.real)
 
     @property
     def checkpoint_rounds(self) -> np.ndarray:
@@ -169,4 +178,4 @@ def make_static(config: FedPNEConfig, objective, capacity: int, depth: int) -> S
         split=config.split, noise_kind=config.noise_kind, pull=config.pull,
         sampling=config.resolved_sampling, dp=config.dp, checkpoints=config.checkpoints,
         capacity=capacity, depth=depth, digits=digits, words=-(-(depth + 1) // digits),
-        split_dims=split_dims, pull_chunk=config.pull_chunk)
+        split_dims=split_dims, pull_chunk=config.pull_chunk, real=config.precision)

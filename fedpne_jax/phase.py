@@ -43,10 +43,11 @@ class RunState(NamedTuple):
 
 def init_state(static: Static, objective, partition_key) -> RunState:
     table = partition.root(static, partition_key)
-    centre = 0.5 * (jnp.asarray(objective.lo, jnp.float32) + jnp.asarray(objective.hi, jnp.float32))
+    dt = static.float_dtype
+    centre = 0.5 * (jnp.asarray(objective.lo, dt) + jnp.asarray(objective.hi, dt))
     zero = jnp.int32(0)
-    return RunState(table=table, depth=zero, t=zero, regret=jnp.float32(0.0),
-                    curve=jnp.zeros((static.checkpoints,), jnp.float32), phases=zero, uploads=zero,
+    return RunState(table=table, depth=zero, t=zero, regret=jnp.zeros((), dt),
+                    curve=jnp.zeros((static.checkpoints,), dt), phases=zero, uploads=zero,
                     depth_pulled=zero, recommendation=centre, max_active=jnp.int32(1), flags=zero)
 
 
@@ -102,7 +103,7 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     phase_key = jax.random.fold_in(sample_key, state.phases)
     est = rewards.estimate(static, params, objective, table, pulls, n, phase_key, jc, part)
 
-    prefix = jnp.concatenate([jnp.zeros((1,), jnp.float32), jnp.cumsum(est.regret)])
+    prefix = jnp.concatenate([jnp.zeros((1,), static.float_dtype), jnp.cumsum(est.regret)])
     curve = jnp.where(in_phase, state.regret + prefix[jc] + est.partial, state.curve)
     regret = state.regret + prefix[-1]
 

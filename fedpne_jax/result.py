@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform
+from importlib import metadata
 
 import jax
 import numpy as np
@@ -110,7 +111,7 @@ class RunResult:
 def versions() -> dict:
     import optax  # noqa: F401  (a declared dependency; recorded for reproducibility)
     from fedpne_jax import __version__
-    return {"fedpne_jax": __version__, "jax": jax.__version__, "jaxlib": jax.lib.__version__ if hasattr(jax.lib, "__version__") else jax.__version__,
+    return {"fedpne_jax": __version__, "jax": jax.__version__, "jaxlib": metadata.version("jaxlib"),
             "numpy": np.__version__, "optax": optax.__version__, "python": platform.python_version()}
 
 

@@ -39,7 +39,7 @@ class Estimate(NamedTuple):
 
 def _gauss_var(static: Static, params: Params):
     """Variance per pull of the Gaussian part of a reward: observation noise plus DP noise."""
-    var = jnp.float32(0.0)
+    var = jnp.zeros((), static.float_dtype)
     if static.noise_kind == "gaussian":
         var = var + params.noise_scale ** 2
     if static.dp:
@@ -66,7 +66,7 @@ def _node_keys(static: Static, phase_key):
 
 def _client_mean(static: Static, params: Params, value, n, key):
     """One client's exact mean of n rewards of one node (Algorithm 1, lines 7-8)."""
-    nf = n.astype(jnp.float32)
+    nf = n.astype(static.float_dtype)
     if static.noise_kind == "bernoulli":
         p = jnp.clip(value, 0.0, 1.0)
         base = jax.random.binomial(jax.random.fold_in(key, 0), nf, p) / nf
@@ -81,13 +81,13 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     used = pulls > 0
     g = jax.vmap(objective.global_value)(x)
     gap = objective.f_star - g
-    regret = jnp.where(used, gap * pulls.astype(jnp.float32), 0.0)
+    regret = jnp.where(used, gap * pulls.astype(gap.dtype), 0.0)
     row = jnp.minimum(jc, static.capacity - 1)
-    partial = jnp.where(part > 0, gap[row] * part.astype(jnp.float32), 0.0)
+    partial = jnp.where(part > 0, gap[row] * part.astype(gap.dtype), 0.0)
     flags = _value_flags(static, g, used) & FLAG_NONFINITE
     keys = _node_keys(static, phase_key)
     if static.sampling == "aggregate":
-        scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(jnp.float32) * static.num_clients))
+        scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(static.float_dtype) * static.num_clients))
         noise = jax.vmap(lambda key: jax.random.normal(key))(keys) if _has_gauss(static) else 0.0
         mean = g + scale * noise
     else:
@@ -103,7 +103,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
 def _pull_reward(static: Static, params: Params, value, key):
     """One reward at a point with local value ``value`` (explicit sampling)."""
     if static.noise_kind == "bernoulli":
-        r = (jax.random.uniform(jax.random.fold_in(key, 0)) < value).astype(jnp.float32)
+        r = (jax.random.uniform(jax.random.fold_in(key, 0)) < value).astype(static.float_dtype)
     elif static.noise_kind == "uniform":
         a = params.noise_scale
         r = value + jax.random.uniform(jax.random.fold_in(key, 0), minval=-a, maxval=a)
@@ -114,11 +114,10 @@ def _pull_reward(static: Static, params: Params, value, key):
     return r
 
 
-def _explicit_estimate(static, params, objective, lower, width, pulls, n, phase_key, jc, part) -> Estimate:
+def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part) -> Estimate:
     cap, M, B, D = static.capacity, static.num_clients, static.pull_chunk, static.dim
     clients = jnp.arange(M, dtype=jnp.int32)
     node_keys = _node_keys(static, phase_key)
-    centre = lower + 0.5 * width
     if static.pull == "centre":
         local_c = jax.vmap(lambda p: jax.vmap(lambda m: objective.local(p, m))(clients))(centre)
         gap_c = objective.f_star - jax.vmap(objective.global_value)(centre)
@@ -129,7 +128,7 @@ def _explicit_estimate(static, params, objective, lower, width, pulls, n, phase_
         key = jax.random.fold_in(node_keys[j], s)
         ckeys = jax.vmap(lambda m: jax.random.fold_in(key, m))(clients)
         if static.pull == "centre":
-            values, gap = local_c[j], gap_c[j] * jnp.ones((M,), jnp.float32)
+            values, gap = local_c[j], gap_c[j] * jnp.ones((M,), static.float_dtype)
         else:
             u = jax.vmap(lambda kk: jax.random.uniform(jax.random.fold_in(kk, 2), (D,)))(ckeys)
             pts = lower[j] + u * width[j]
@@ -154,10 +153,10 @@ def _explicit_estimate(static, params, objective, lower, width, pulls, n, phase_
         return chunk + 1, reward_sum, regret_sum, partial, flags
 
     chunks = (pulls[0] + B - 1) // B      # row 0 has the most pulls
-    init = (jnp.int32(0), jnp.zeros((cap, M), jnp.float32), jnp.zeros((cap,), jnp.float32),
-            jnp.zeros(part.shape, jnp.float32), jnp.int32(0))
+    dt = static.float_dtype
+    init = (jnp.int32(0), jnp.zeros((cap, M), dt), jnp.zeros((cap,), dt), jnp.zeros(part.shape, dt), jnp.int32(0))
     _, reward_sum, regret_sum, partial, flags = jax.lax.while_loop(lambda c: c[0] < chunks, body, init)
-    counts = jnp.maximum(pulls, 1).astype(jnp.float32)
+    counts = jnp.maximum(pulls, 1).astype(dt)
     mean = jnp.mean(reward_sum / counts[:, None], axis=1)
     return Estimate(mean, regret_sum, partial, flags)
 
@@ -166,7 +165,8 @@ def estimate(static: Static, params: Params, objective, table, pulls, n, phase_k
     """Pull every active node ``pulls[row]`` times on every client and return what the server
     receives (its mean over clients) and the regret paid.  ``jc, part`` locate each checkpoint
     inside the phase: node row jc_c has had part_c of its pulls when checkpoint c is reached."""
-    lower, width = partition.lower_and_width(static, table, objective.lo, objective.hi)
+    centre = partition.centres(static, table, objective.lo, objective.hi)
     if static.sampling == "explicit":
-        return _explicit_estimate(static, params, objective, lower, width, pulls, n, phase_key, jc, part)
-    return _centre_estimate(static, params, objective, lower + 0.5 * width, pulls, n, phase_key, jc, part)
+        lower, width = partition.lower_and_width(static, table, objective.lo, objective.hi)
+        return _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part)
+    return _centre_estimate(static, params, objective, centre, pulls, n, phase_key, jc, part)

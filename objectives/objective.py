@@ -65,7 +65,7 @@ class Objective:
         return len(self.lo)
 
     def _check_points(self, x) -> jax.Array:
-        x = jnp.asarray(x, dtype=jnp.float32)
+        x = jnp.asarray(x, dtype=jnp.result_type(float))   # float64 under jax.enable_x64
         if x.ndim == 0 or x.shape[-1] != self.dim:
             raise ValueError(f"objective {self.name!r}: points must have last dimension D={self.dim}, "
                              f"got shape {tuple(x.shape)}")

@@ -107,8 +107,44 @@ class RefResult:
     recommendation: np.ndarray
 
 
+def _client_means_exact(local, n, noise, sigma, var, rng):
+    """Each client's mean of n rewards at the node centres (centre pulls): exact draws of the mean,
+    or n explicit draws for uniform noise."""
+    if noise == "bernoulli":
+        means = rng.binomial(n, local) / n
+    elif noise == "uniform":
+        means = local + rng.uniform(-sigma, sigma, local.shape + (n,)).mean(axis=-1)
+    else:
+        means = local.copy()
+    if var > 0:
+        means = means + rng.normal(0.0, math.sqrt(var / n), size=local.shape)
+    return means
+
+
+def _pulls_uniform(prob, node, pulls, noise, sigma, dp_sigma2, rng):
+    """Every pull of one node by every client at a uniform point: (client mean rewards, mean gap per round)."""
+    M, D = prob.shifts.size, prob.lo.size
+    x = node.lo + rng.random((M, pulls, D)) * (node.hi - node.lo)
+    values = prob.f(x) + prob.shifts[:, None]
+    if noise == "bernoulli":
+        rewards = (rng.random(values.shape) < values).astype(float)
+    elif noise == "uniform":
+        rewards = values + rng.uniform(-sigma, sigma, values.shape)
+    elif noise == "gaussian":
+        rewards = values + rng.normal(0.0, sigma, values.shape)
+    else:
+        rewards = values
+    if dp_sigma2 > 0:
+        rewards = rewards + rng.normal(0.0, math.sqrt(dp_sigma2), values.shape)
+    gaps = (prob.f_star - prob.f(x)).mean(axis=0)
+    return rewards.mean(axis=1), gaps
+
+
 def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c=0.1, c1=1.0, delta=None,
-           noise="none", sigma=0.0, dp_sigma2=0.0, checkpoints=100, rng=None, split_dim_fn=None) -> RefResult:
+           noise="none", sigma=0.0, dp_sigma2=0.0, pull="centre", checkpoints=100, rng=None,
+           split_dim_fn=None) -> RefResult:
+    """One run.  noise: none | gaussian | bernoulli | uniform (sigma is the Gaussian sd or the uniform
+    half-width).  Centre pulls draw each client's mean exactly; pull='uniform' simulates every pull."""
     M = prob.shifts.size
     delta = 1.0 / M if delta is None else delta
     L = math.log(c1 * T / delta)
@@ -117,6 +153,9 @@ def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c
 
     def tau(h):
         return math.ceil(c * c * L * rho ** (-2 * h) / nu ** 2)
+
+    if (split == "random") != (split_dim_fn is not None):
+        raise ValueError("split='random' needs split_dim_fn (the run's partition); 'longest' takes none")
 
     def split_dim(node):
         if split_dim_fn is not None:
@@ -130,33 +169,31 @@ def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c
     K = [Node(prob.lo.astype(np.float64), prob.hi.astype(np.float64), np.zeros(prob.lo.size, int))]
     h, t, phases, uploads, depth = 0, 0, 0, 0, 0
     rec = K[0].centre
-    blocks = []                               # (first round - 1, number of rounds, gap per round)
+    blocks = []        # (rounds before it, number of rounds, gap) or (rounds before it, gap of each round)
     while t < T:
         while len(K) * tau(h) <= M or tau(h) <= 1:
             K, h = expand(K), h + 1
         n = math.ceil(tau(h) / M)
         x = np.array([nd.centre for nd in K])
-        gaps = prob.f_star - prob.f(x)
-        for j in range(len(K)):
-            start = t + j * n
-            if start < T:
-                blocks.append((start, min(n, T - start), gaps[j]))
+        var = (sigma ** 2 if noise == "gaussian" else 0.0) + dp_sigma2
         depth = h
         phase_len = len(K) * n
-        if t + phase_len > T:                # cut at T: no upload, no elimination
+        client_means = np.zeros((len(K), M))
+        for j in range(len(K)):
+            start = t + j * n
+            if start >= T:
+                break
+            pulls = min(n, T - start)
+            if pull == "uniform":
+                client_means[j], per_round = _pulls_uniform(prob, K[j], pulls, noise, sigma, dp_sigma2, rng)
+                blocks.append((start, per_round))
+            else:
+                blocks.append((start, pulls, prob.f_star - prob.f(x[j])))
+        if t + phase_len > T:                 # cut at T: no upload, no elimination
             t = T
             break
-        local = prob.local(x)                 # (|K|, M)
-        if noise == "gaussian" or dp_sigma2 > 0:
-            var = (sigma ** 2 if noise == "gaussian" else 0.0) + dp_sigma2
-        else:
-            var = 0.0
-        if noise == "bernoulli":
-            client_means = rng.binomial(n, local) / n
-        else:
-            client_means = local.copy()
-        if var > 0:
-            client_means = client_means + rng.normal(0.0, math.sqrt(var / n), size=local.shape)
+        if pull == "centre":
+            client_means = _client_means_exact(prob.local(x), n, noise, sigma, var, rng)
         mu = client_means.mean(axis=1)
         b = c * math.sqrt(L / (M * n))
         best = int(np.argmax(mu))
@@ -169,7 +206,15 @@ def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c
         t += phase_len
     rounds = np.array([-(-(i * T) // checkpoints) for i in range(1, checkpoints + 1)])
     curve = np.zeros(checkpoints)
-    for start, length, gap in blocks:
-        curve += gap * np.clip(rounds - start, 0, length)
-    final = sum(gap * length for _, length, gap in blocks)
+    final = 0.0
+    for block in blocks:
+        if len(block) == 3:
+            start, length, gap = block
+            curve += gap * np.clip(rounds - start, 0, length)
+            final += gap * length
+        else:
+            start, per_round = block
+            cum = np.concatenate([[0.0], np.cumsum(per_round)])
+            curve += cum[np.clip(rounds - start, 0, per_round.size)]
+            final += cum[-1]
     return RefResult(float(final), curve, phases, uploads, depth, np.asarray(rec))

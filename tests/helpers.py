@@ -1,0 +1,43 @@
+"""Shared test helpers: run the engine and the NumPy reference on the same problem."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+import fedpne_jax as fp
+import objectives
+import reference
+from fedpne_jax import partition
+from fedpne_jax.fedpne import run_keys, seed_key
+
+
+def reference_problem(objective) -> reference.RefProblem:
+    shifts = np.asarray(objective.data["shift"], np.float64) if "shift" in objective.data \
+        else np.zeros(objective.num_clients)
+    return reference.problem(objective.name, objective.num_clients, objective.dim, shifts=shifts)
+
+
+def random_split_fn(base_seed: int, seed: int, dim: int):
+    """The engine's random partition of one run, as the reference's split_dim_fn(path)."""
+    pkey, _ = run_keys(seed_key(base_seed, seed))
+    return functools.lru_cache(maxsize=None)(lambda path: partition.path_split_dim(pkey, path, dim))
+
+
+def reference_run(config: fp.FedPNEConfig, objective, rng=None, split_dim_fn=None):
+    return reference.fedpne(
+        reference_problem(objective), config.horizon, k=config.k, split=config.split, nu=config.nu,
+        rho=config.rho, c=config.c_value, c1=config.c1, delta=config.delta_value, noise=config.noise_kind,
+        sigma=config.noise_scale, dp_sigma2=config.dp_sigma2, pull=config.pull,
+        checkpoints=config.checkpoints, rng=rng, split_dim_fn=split_dim_fn)
+
+
+def make(name, M, dim=None, heterogeneity="shift"):
+    return objectives.make_objective(name, num_clients=M, heterogeneity=heterogeneity, dim=dim)
+
+
+def two_sample_z(a, b) -> float:
+    """z statistic of the difference of two sample means (independent samples)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    return float((a.mean() - b.mean()) / se)
