@@ -138,7 +138,8 @@ def run(config: FedPNEConfig, objective, seeds: int | Sequence[int] = 1, base_se
     """Run Fed-PNE (DP-Fed-PNE when config.dp_epsilon is set) for the given seeds.
 
     ``seeds``: a count S (seed indices 0..S-1) or explicit seed indices.  ``grow``: when a node
-    table overflows, rerun the affected seeds with twice the capacity (else raise CapacityError).
+    table overflows, rerun the affected seeds with a capacity of at least twice their demand (else
+    raise CapacityError).
     """
     check_inputs(config, objective)
     ids = _seed_ids(seeds)
@@ -176,10 +177,12 @@ def run(config: FedPNEConfig, objective, seeds: int | Sequence[int] = 1, base_se
                 raise CapacityError(
                     f"node table of capacity {capacity} overflowed in {pending.size} seed(s) "
                     f"(e.g. seed {int(pending[0])}); rerun with grow=True or a larger capacity")
-            if capacity * 2 > MAX_CAPACITY:
+            if capacity >= MAX_CAPACITY:
                 raise CapacityError(f"node table would need more than {MAX_CAPACITY} nodes "
                                     f"(seed {int(pending[0])}); the configuration keeps too many nodes active")
-            capacity *= 2
+            # Grow past the largest demand seen, with room for the phases after it.
+            demand = int(out.max_active[failed].max())
+            capacity = min(MAX_CAPACITY, max(4 * capacity, 1 << (demand - 1).bit_length()))
     stacked = jax.tree.map(lambda *xs: np.stack(xs), *[outputs[int(s)] for s in ids])
     return RunResult.from_outputs(config, objective, ids, int(base_seed), stacked,
                                   make_static(config, objective, capacity, depth),

@@ -61,11 +61,10 @@ def split_dims(static: Static, table: NodeTable, depth):
 
 def expand(static: Static, table: NodeTable, keep, depth):
     """Replace the table by all k children of the kept rows, parents in table order, children in
-    ascending coordinate order.  Returns (table, overflow): overflow is set when the children do not
-    fit; the table is then unusable and the run must stop."""
+    ascending coordinate order.  Returns (table, demand): demand is the number of children; when it
+    exceeds the capacity the table is unusable and the run must stop (the caller flags it)."""
     cap, k = static.capacity, static.k
     n_keep = jnp.sum(keep, dtype=jnp.int32)
-    overflow = n_keep > cap // k
     parents = jnp.nonzero(keep, size=cap, fill_value=0)[0]
     slot = jnp.arange(cap, dtype=jnp.int32)
     parent = parents[slot // k]
@@ -86,8 +85,8 @@ def expand(static: Static, table: NodeTable, keep, depth):
             jax.random.fold_in(jax.random.wrap_key_data(kd), jj)))(table.keys[parent], j)
     else:
         keys = table.keys
-    count = jnp.minimum(n_keep * k, cap)
-    return NodeTable(cells, levels, keys, count), overflow
+    demand = n_keep * k
+    return NodeTable(cells, levels, keys, jnp.minimum(demand, cap)), demand
 
 
 def _fraction(static: Static, table: NodeTable, offset: float):

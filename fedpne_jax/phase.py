@@ -30,6 +30,8 @@ FLAG_RANGE = rewards.FLAG_RANGE
 class RunState(NamedTuple):
     table: partition.NodeTable
     depth: jax.Array           # depth of the nodes in the table
+    survivors: jax.Array       # (cap,) rows whose children form the next K (after a completed phase)
+    pending: jax.Array         # () bool: the table still holds the last phase's nodes
     t: jax.Array               # rounds completed
     regret: jax.Array          # per-client average cumulative regret R(t) / M
     curve: jax.Array           # (C,) R / M at the checkpoint rounds
@@ -37,7 +39,7 @@ class RunState(NamedTuple):
     uploads: jax.Array         # sum over uploaded phases of |K^p| (scalars per client)
     depth_pulled: jax.Array    # depth of the last phase that pulled
     recommendation: jax.Array  # (D,) centre of the best node of the last completed phase
-    max_active: jax.Array      # largest |K| seen (how much of the capacity a run needs)
+    max_active: jax.Array      # largest |K| seen or asked for (how much capacity a run needs)
     flags: jax.Array           # FLAG_* bits; any set bit stops the run
 
 
@@ -46,42 +48,41 @@ def init_state(static: Static, objective, partition_key) -> RunState:
     dt = static.float_dtype
     centre = 0.5 * (jnp.asarray(objective.lo, dt) + jnp.asarray(objective.hi, dt))
     zero = jnp.int32(0)
-    return RunState(table=table, depth=zero, t=zero, regret=jnp.zeros((), dt),
+    return RunState(table=table, depth=zero, survivors=jnp.zeros((static.capacity,), bool),
+                    pending=jnp.array(False), t=zero, regret=jnp.zeros((), dt),
                     curve=jnp.zeros((static.checkpoints,), dt), phases=zero, uploads=zero,
                     depth_pulled=zero, recommendation=centre, max_active=jnp.int32(1), flags=zero)
 
 
-def _deepen(static: Static, state: RunState):
-    """Depth h + 1, or the depth flag when the tables end (never silently past them)."""
-    at_limit = state.depth >= static.depth
-    return jnp.minimum(state.depth + 1, static.depth), jnp.where(at_limit, FLAG_DEPTH, 0)
-
-
 def expand_until_ready(static: Static, params: Params, state: RunState) -> RunState:
-    """Server lines 5-7: expand all nodes while |K| tau_h <= M or tau_h <= 1."""
+    """Form K for the next phase: the children of the last phase's survivors (server line 16), then
+    all children of all nodes while |K| tau_h <= M or tau_h <= 1 (server lines 5-7).
+
+    Both are one expansion step, so the partition code is traced once.
+    """
     M = static.num_clients
 
     def needs_expansion(s: RunState):
         tau = params.tau[s.depth]
         small = (tau <= 1) | (s.table.count <= M // jnp.maximum(tau, 1))
-        return small & (s.flags == 0)
+        return (s.pending | small) & (s.flags == 0)
 
-    def expand_all(s: RunState):
+    def expand_once(s: RunState):
         active = jnp.arange(static.capacity) < s.table.count
-        table, overflow = partition.expand(static, s.table, active, s.depth)
-        depth, depth_flag = _deepen(static, s)
-        flags = s.flags | depth_flag | jnp.where(overflow, FLAG_CAPACITY, 0)
-        return s._replace(table=table, depth=depth, flags=flags,
-                          max_active=jnp.maximum(s.max_active, table.count))
+        table, demand = partition.expand(static, s.table, jnp.where(s.pending, s.survivors, active), s.depth)
+        # The tables end at static.depth: flag instead of indexing past them.
+        flags = s.flags | jnp.where(demand > static.capacity, FLAG_CAPACITY, 0) \
+            | jnp.where(s.depth >= static.depth, FLAG_DEPTH, 0)
+        return s._replace(table=table, depth=jnp.minimum(s.depth + 1, static.depth), pending=jnp.array(False),
+                          flags=flags, max_active=jnp.maximum(s.max_active, demand))
 
-    return jax.lax.while_loop(needs_expansion, expand_all, state)
+    return jax.lax.while_loop(needs_expansion, expand_once, state)
 
 
 def run_phase(static: Static, params: Params, objective, sample_key, state: RunState) -> RunState:
-    """Pull, upload, aggregate, eliminate and expand: one phase (after expand_until_ready)."""
+    """Pull, upload, aggregate and eliminate: one phase (after expand_until_ready)."""
     table, h, t, T = state.table, state.depth, state.t, static.horizon
-    cap = static.capacity
-    rows = jnp.arange(cap, dtype=jnp.int32)
+    rows = jnp.arange(static.capacity, dtype=jnp.int32)
     active = rows < table.count
     n = params.n_pulls[h]
 
@@ -100,37 +101,28 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     jc = offset // n
     part = jnp.where(in_phase, offset - jc * n, 0)
 
+    centre = partition.centres(static, table, objective.lo, objective.hi)
     phase_key = jax.random.fold_in(sample_key, state.phases)
-    est = rewards.estimate(static, params, objective, table, pulls, n, phase_key, jc, part)
+    est = rewards.estimate(static, params, objective, table, centre, pulls, n, phase_key, jc, part)
 
     prefix = jnp.concatenate([jnp.zeros((1,), static.float_dtype), jnp.cumsum(est.regret)])
     curve = jnp.where(in_phase, state.regret + prefix[jc] + est.partial, state.curve)
-    regret = state.regret + prefix[-1]
 
-    # Server (Algorithm 2, lines 11-16).
+    # Server (Algorithm 2, lines 11-15).  A cut phase uploads nothing and eliminates nothing; the run
+    # ends with it.
     mu = jnp.where(active, est.mean, -jnp.inf)
     best = jnp.argmax(mu)
     b, smooth = params.conf[h], params.smooth[h]
     eliminated = est.mean + b + smooth < mu[best] - b
-    keep = active & ~eliminated
-    go_on = complete & (t_end < T)
-    children, overflow = partition.expand(static, table, keep, h)
-    table = jax.tree.map(lambda new, old: jnp.where(go_on, new, old), children, table)
-    depth, depth_flag = _deepen(static, state)
-    centre = partition.centres(static, state.table, objective.lo, objective.hi)[best]
-
-    flags = state.flags | est.flags | jnp.where(go_on & overflow, FLAG_CAPACITY, 0) \
-        | jnp.where(go_on, depth_flag, 0)
-    return RunState(
-        table=table,
-        depth=jnp.where(go_on, depth, h),
+    return state._replace(
+        survivors=active & ~eliminated,
+        pending=complete,
         t=t_end,
-        regret=regret,
+        regret=state.regret + prefix[-1],
         curve=curve,
         phases=state.phases + complete.astype(jnp.int32),
-        uploads=state.uploads + jnp.where(complete, state.table.count, 0),
+        uploads=state.uploads + jnp.where(complete, table.count, 0),
         depth_pulled=h,
-        recommendation=jnp.where(complete, centre, state.recommendation),
-        max_active=jnp.maximum(state.max_active, jnp.where(go_on, table.count, 0)),
-        flags=flags,
+        recommendation=jnp.where(complete, centre[best], state.recommendation),
+        flags=state.flags | est.flags,
     )

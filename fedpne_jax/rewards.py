@@ -13,6 +13,9 @@ Three samplers, all exact in distribution (see FedPNEConfig.sampling):
   any n.  Every pull's randomness comes from fold_in(node key, pull index), so results do not depend
   on the chunk size or on the table's capacity.
 
+Each node draws all its clients' randomness in one call (one threefry site per kind of draw): this
+keeps compile time low, and XLA pays for every random call site it has to unroll.
+
 Randomness is keyed per node row (fold_in(phase key, row)), never by the table's capacity, so a run
 that is repeated with a larger table gives the same numbers.
 """
@@ -64,16 +67,22 @@ def _node_keys(static: Static, phase_key):
     return jax.vmap(lambda j: jax.random.fold_in(phase_key, j))(jnp.arange(static.capacity))
 
 
-def _client_mean(static: Static, params: Params, value, n, key):
-    """One client's exact mean of n rewards of one node (Algorithm 1, lines 7-8)."""
+def _standard_normal(u):
+    """N(0, 1) from U(0, 1) by the inverse CDF (the transform jax.random.normal uses)."""
+    tiny = jnp.finfo(u.dtype).tiny
+    return jnp.sqrt(2.0).astype(u.dtype) * jax.lax.erf_inv(jnp.clip(2.0 * u - 1.0, -1.0 + tiny, 1.0 - tiny))
+
+
+def _client_mean(static: Static, params: Params, value, n, successes, z):
+    """One client's mean of its n rewards of one node (Algorithm 1, lines 7-8 and DP line 8).
+
+    ``successes`` ~ Binomial(n, value) (Bernoulli rewards) and ``z`` ~ N(0, 1) are this client's draws;
+    the Gaussian part of n rewards (observation and DP noise) averages to N(0, var / n) exactly.
+    """
     nf = n.astype(static.float_dtype)
-    if static.noise_kind == "bernoulli":
-        p = jnp.clip(value, 0.0, 1.0)
-        base = jax.random.binomial(jax.random.fold_in(key, 0), nf, p) / nf
-    else:
-        base = value
+    base = successes / nf if static.noise_kind == "bernoulli" else value
     if _has_gauss(static):
-        base = base + jnp.sqrt(_gauss_var(static, params) / nf) * jax.random.normal(jax.random.fold_in(key, 1))
+        base = base + jnp.sqrt(_gauss_var(static, params) / nf) * z
     return base
 
 
@@ -86,36 +95,46 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     partial = jnp.where(part > 0, gap[row] * part.astype(gap.dtype), 0.0)
     flags = _value_flags(static, g, used) & FLAG_NONFINITE
     keys = _node_keys(static, phase_key)
+    dt = static.float_dtype
     if static.sampling == "aggregate":
-        scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(static.float_dtype) * static.num_clients))
-        noise = jax.vmap(lambda key: jax.random.normal(key))(keys) if _has_gauss(static) else 0.0
-        mean = g + scale * noise
-    else:
-        clients = jnp.arange(static.num_clients, dtype=jnp.int32)
-        local = jax.vmap(lambda p: jax.vmap(lambda m: objective.local(p, m))(clients))(x)   # (cap, M)
-        flags = flags | _value_flags(static, local, used[:, None])
-        client_keys = jax.vmap(lambda kj: jax.vmap(lambda m: jax.random.fold_in(kj, m))(clients))(keys)
-        per_client = jax.vmap(jax.vmap(lambda v, key: _client_mean(static, params, v, n, key)))
-        mean = jnp.mean(per_client(local, client_keys), axis=1)
-    return Estimate(mean, regret, partial, flags)
+        scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
+        noise = jax.vmap(lambda key: jax.random.normal(key, dtype=dt))(keys) if _has_gauss(static) else 0.0
+        return Estimate(g + scale * noise, regret, partial, flags)
 
-
-def _pull_reward(static: Static, params: Params, value, key):
-    """One reward at a point with local value ``value`` (explicit sampling)."""
+    M = static.num_clients
+    clients = jnp.arange(M, dtype=jnp.int32)
+    local = jax.vmap(lambda p: jax.vmap(lambda m: objective.local(p, m))(clients))(x)   # (cap, M)
+    flags = flags | _value_flags(static, local, used[:, None])
+    # All clients' draws for a node come from the node's key in one call per kind.
     if static.noise_kind == "bernoulli":
-        r = (jax.random.uniform(jax.random.fold_in(key, 0)) < value).astype(static.float_dtype)
-    elif static.noise_kind == "uniform":
-        a = params.noise_scale
-        r = value + jax.random.uniform(jax.random.fold_in(key, 0), minval=-a, maxval=a)
+        p = jnp.clip(local, 0.0, 1.0)
+        successes = jax.vmap(lambda key, pj: jax.random.binomial(key, n.astype(dt), pj, dtype=dt))(keys, p)
     else:
-        r = value
+        successes = jnp.zeros_like(local)
     if _has_gauss(static):
-        r = r + jnp.sqrt(_gauss_var(static, params)) * jax.random.normal(jax.random.fold_in(key, 1))
+        z = jax.vmap(lambda key: jax.random.normal(jax.random.fold_in(key, 1), (M,), dtype=dt))(keys)
+    else:
+        z = jnp.zeros_like(local)
+    client_means = jax.vmap(jax.vmap(lambda v, b, zz: _client_mean(static, params, v, n, b, zz)))(local, successes, z)
+    return Estimate(jnp.mean(client_means, axis=1), regret, partial, flags)
+
+
+def _pull_rewards(static: Static, params: Params, values, u_noise, u_gauss):
+    """Rewards of one pull on every client, from the local values and the pull's uniforms."""
+    if static.noise_kind == "bernoulli":
+        r = (u_noise < values).astype(values.dtype)
+    elif static.noise_kind == "uniform":
+        r = values + params.noise_scale * (2.0 * u_noise - 1.0)
+    else:
+        r = values
+    if _has_gauss(static):
+        r = r + jnp.sqrt(_gauss_var(static, params)) * _standard_normal(u_gauss)
     return r
 
 
 def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part) -> Estimate:
     cap, M, B, D = static.capacity, static.num_clients, static.pull_chunk, static.dim
+    dt = static.float_dtype
     clients = jnp.arange(M, dtype=jnp.int32)
     node_keys = _node_keys(static, phase_key)
     if static.pull == "centre":
@@ -124,18 +143,16 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     row = jnp.minimum(jc, cap - 1)
 
     def one_pull(j, s):
-        """Client rewards (M,) and mean regret () of pull s of node row j."""
-        key = jax.random.fold_in(node_keys[j], s)
-        ckeys = jax.vmap(lambda m: jax.random.fold_in(key, m))(clients)
+        """Client rewards (M,), regrets (M,) and local values (M,) of pull s of node row j.  One uniform
+        draw per client and pull supplies the point (D), the noise (1) and the Gaussian part (1)."""
+        u = jax.random.uniform(jax.random.fold_in(node_keys[j], s), (M, D + 2), dtype=dt)
         if static.pull == "centre":
-            values, gap = local_c[j], gap_c[j] * jnp.ones((M,), static.float_dtype)
+            values, gap = local_c[j], jnp.broadcast_to(gap_c[j], (M,))
         else:
-            u = jax.vmap(lambda kk: jax.random.uniform(jax.random.fold_in(kk, 2), (D,)))(ckeys)
-            pts = lower[j] + u * width[j]
+            pts = lower[j] + u[:, :D] * width[j]
             values = jax.vmap(objective.local)(pts, clients)
             gap = objective.f_star - jax.vmap(objective.global_value)(pts)
-        rewards = jax.vmap(lambda v, kk: _pull_reward(static, params, v, kk))(values, ckeys)
-        return rewards, gap, values
+        return _pull_rewards(static, params, values, u[:, D], u[:, D + 1]), gap, values
 
     def body(carry):
         chunk, reward_sum, regret_sum, partial, flags = carry
@@ -153,7 +170,6 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         return chunk + 1, reward_sum, regret_sum, partial, flags
 
     chunks = (pulls[0] + B - 1) // B      # row 0 has the most pulls
-    dt = static.float_dtype
     init = (jnp.int32(0), jnp.zeros((cap, M), dt), jnp.zeros((cap,), dt), jnp.zeros(part.shape, dt), jnp.int32(0))
     _, reward_sum, regret_sum, partial, flags = jax.lax.while_loop(lambda c: c[0] < chunks, body, init)
     counts = jnp.maximum(pulls, 1).astype(dt)
@@ -161,11 +177,10 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     return Estimate(mean, regret_sum, partial, flags)
 
 
-def estimate(static: Static, params: Params, objective, table, pulls, n, phase_key, jc, part) -> Estimate:
+def estimate(static: Static, params: Params, objective, table, centre, pulls, n, phase_key, jc, part) -> Estimate:
     """Pull every active node ``pulls[row]`` times on every client and return what the server
     receives (its mean over clients) and the regret paid.  ``jc, part`` locate each checkpoint
     inside the phase: node row jc_c has had part_c of its pulls when checkpoint c is reached."""
-    centre = partition.centres(static, table, objective.lo, objective.hi)
     if static.sampling == "explicit":
         lower, width = partition.lower_and_width(static, table, objective.lo, objective.hi)
         return _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part)

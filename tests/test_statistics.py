@@ -1,0 +1,79 @@
+"""Noisy runs: the engine's distribution of regret equals the reference's, and the three samplers
+(aggregate, per-client, explicit per-pull) agree.  Each comparison is a two-sample z test on the
+mean final regret over seeds, |z| < 4 (a false alarm about once in 16,000 runs of the suite)."""
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+from helpers import make, reference_run, two_sample_z
+
+SEEDS = 200
+
+
+def _reference_finals(config, objective, seeds=SEEDS):
+    rng = np.random.default_rng(12345)
+    return np.array([reference_run(config, objective, rng=rng).final_regret for _ in range(seeds)])
+
+
+def test_gaussian_noise_matches_reference():
+    config = fp.FedPNEConfig(num_clients=10, horizon=10_000, split="longest", noise="gaussian:0.5")
+    objective = make("garland", 10)
+    res = fp.run(config, objective, seeds=SEEDS)
+    ref = _reference_finals(config, objective)
+    assert res.final_regret.std() > 1.0          # the noise really changes the runs
+    assert abs(two_sample_z(res.final_regret, ref)) < 4
+
+
+@pytest.mark.parametrize("sampling", ["client", "explicit"])
+def test_samplers_agree_with_aggregate(sampling):
+    base = fp.FedPNEConfig(num_clients=4, horizon=4_000, split="longest", noise="gaussian:0.5",
+                           sampling="aggregate")
+    objective = make("doublesine", 4)
+    agg = fp.run(base, objective, seeds=SEEDS)
+    other = fp.run(base.replace(sampling=sampling), objective, seeds=SEEDS, base_seed=1)
+    assert agg.final_regret.std() > 1.0
+    assert abs(two_sample_z(agg.final_regret, other.final_regret)) < 4
+    # Different randomness, same distribution: the runs themselves differ.
+    assert not np.array_equal(agg.final_regret, other.final_regret)
+
+
+def test_bernoulli_matches_reference():
+    config = fp.FedPNEConfig(num_clients=3, horizon=5_000, split="longest", noise="bernoulli")
+    objective = make("garland", 3, heterogeneity="none")     # values in [0, 1]
+    assert config.resolved_sampling == "client"
+    res = fp.run(config, objective, seeds=SEEDS)
+    ref = _reference_finals(config, objective)
+    assert abs(two_sample_z(res.final_regret, ref)) < 4
+
+
+@pytest.mark.parametrize("noise", ["uniform:0.5", "none"])
+def test_uniform_pulls_match_reference(noise):
+    """Uniform pull points (every pull simulated): regret uses f at the points actually pulled."""
+    config = fp.FedPNEConfig(num_clients=3, horizon=3_000, split="longest", noise=noise, pull="uniform",
+                             checkpoints=10)
+    objective = make("garland", 3)
+    assert config.resolved_sampling == "explicit"
+    res = fp.run(config, objective, seeds=SEEDS)
+    ref = _reference_finals(config, objective, seeds=100)
+    assert res.final_regret.std() > 0.5          # random pull points make runs differ even without noise
+    assert abs(two_sample_z(res.final_regret, ref)) < 4
+    assert np.all(np.diff(res.curves, axis=1) >= -1e-3)   # cumulative regret never decreases
+    assert np.all((res.recommendation >= 0.0) & (res.recommendation <= 1.0))
+
+
+def test_uniform_noise_centre_pulls_match_reference():
+    config = fp.FedPNEConfig(num_clients=3, horizon=3_000, split="longest", noise="uniform:0.8")
+    objective = make("doublesine", 3)
+    res = fp.run(config, objective, seeds=SEEDS)
+    ref = _reference_finals(config, objective)
+    assert abs(two_sample_z(res.final_regret, ref)) < 4
+
+
+def test_explicit_results_do_not_depend_on_chunk_size():
+    config = fp.FedPNEConfig(num_clients=3, horizon=2_000, noise="uniform:0.3", pull="uniform", pull_chunk=7,
+                             capacity=64)
+    objective = make("garland", 3)
+    a = fp.run(config, objective, seeds=4)
+    b = fp.run(config.replace(pull_chunk=64), objective, seeds=4)
+    np.testing.assert_array_equal(a.phases, b.phases)
+    np.testing.assert_allclose(a.final_regret, b.final_regret, rtol=1e-5)
