@@ -98,6 +98,7 @@ def _execute(static, params, objective, base_seed: int, seed_ids: np.ndarray):
     with jax.enable_x64(static.real == "float64"):
         base = jnp.int32(base_seed)
         ids = jnp.asarray(seed_ids, jnp.int32)
+        params = jax.tree.map(jnp.asarray, params)
         if jax.config.jax_disable_jit:
             start = time.perf_counter()
             out = run_batch(static, params, objective, base, ids)

@@ -1,0 +1,103 @@
+"""Bad input raises ValueError naming the parameter, before anything is compiled; objectives that
+return NaN/inf or unusable values are reported, never averaged into a result."""
+import jax.numpy as jnp
+import pytest
+
+import fedpne_jax as fp
+import objectives
+from fedpne_jax.cli import main
+
+BAD = [
+    (dict(num_clients=0), "num_clients"),
+    (dict(num_clients=2.5), "num_clients"),
+    (dict(horizon=0), "horizon"),
+    (dict(horizon=2**31), "horizon"),
+    (dict(rho=0.0), "rho"),
+    (dict(rho=1.0), "rho"),
+    (dict(nu=0.0), "nu"),
+    (dict(c=0.0), "c "),
+    (dict(c=-1.0), "c "),
+    (dict(c1=0.0), "c1"),
+    (dict(delta=0.0), "delta"),
+    (dict(delta=1.5), "delta"),
+    (dict(k=1), "k "),
+    (dict(split="middle"), "split"),
+    (dict(noise="laplace:0.1"), "noise"),
+    (dict(noise="gaussian:-1"), "noise scale"),
+    (dict(noise="bernoulli:0.2"), "noise"),
+    (dict(pull="corner"), "pull"),
+    (dict(sampling="fast"), "sampling"),
+    (dict(sampling="aggregate", noise="bernoulli"), "sampling"),
+    (dict(sampling="client", pull="uniform", noise="none"), "sampling"),
+    (dict(dp_epsilon=0.0, dp_delta=0.1), "dp_epsilon"),
+    (dict(dp_epsilon=1.0, dp_delta=0.0), "dp_delta"),
+    (dict(dp_epsilon=1.0, dp_delta=1.0), "dp_delta"),
+    (dict(dp_epsilon=1.0), "dp_delta"),
+    (dict(checkpoints=0), "checkpoints"),
+    (dict(capacity=1), "capacity"),
+    (dict(precision="float16"), "precision"),
+    (dict(num_clients=1, horizon=1), "c1*T/delta"),
+]
+
+
+@pytest.mark.parametrize("kwargs,name", BAD)
+def test_bad_config_names_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name.replace("*", r"\*")):
+        fp.FedPNEConfig(**kwargs)
+
+
+def test_bad_objective_inputs():
+    with pytest.raises(ValueError, match="objective must be one of"):
+        objectives.make_objective("sphere", 3)
+    with pytest.raises(ValueError, match="heterogeneity"):
+        objectives.make_objective("garland", 3, heterogeneity="scale")
+    with pytest.raises(ValueError, match="dim"):
+        objectives.make_objective("garland", 3, dim=2)
+    with pytest.raises(ValueError, match="lo must be < hi"):
+        objectives.Objective(name="box", lo=(1.0,), hi=(0.0,), f_star=0.0, num_clients=1,
+                             global_fn=lambda d, x: x[0], local_fn=lambda d, x, m: x[0])
+    garland = objectives.make_objective("garland", 3)
+    with pytest.raises(ValueError, match="last dimension D=1"):
+        garland.value(jnp.zeros((4, 2)))
+
+
+def test_run_checks_before_compiling():
+    traces = fp.trace_count()
+    with pytest.raises(ValueError, match="num_clients"):
+        fp.run(fp.FedPNEConfig(num_clients=4), objectives.make_objective("garland", 3))
+    with pytest.raises(ValueError, match="seeds"):
+        fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), seeds=0)
+    with pytest.raises(ValueError, match="seeds"):
+        fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), seeds=[-1])
+    with pytest.raises(ValueError, match="base_seed"):
+        fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), base_seed=-2)
+    with pytest.raises(ValueError, match="bernoulli"):
+        fp.run(fp.FedPNEConfig(num_clients=1, noise="bernoulli"), _nan_objective(1, f_star=2.0))
+    assert fp.trace_count() == traces
+
+
+def _nan_objective(M, f_star=1.0):
+    def f(data, x):
+        return jnp.where(x[0] > 0.6, jnp.nan, x[0])
+    return objectives.Objective(name="holey", lo=(0.0,), hi=(1.0,), f_star=f_star, num_clients=M,
+                                global_fn=f, local_fn=lambda d, x, m: f(d, x))
+
+
+@pytest.mark.parametrize("sampling", ["aggregate", "client"])
+def test_nan_from_objective_is_reported(sampling):
+    with pytest.raises(fp.ObjectiveError, match="objective 'holey' returned NaN or inf"):
+        fp.run(fp.FedPNEConfig(num_clients=2, horizon=2000, sampling=sampling, capacity=16),
+               _nan_objective(2), seeds=3)
+
+
+def test_bernoulli_values_outside_unit_interval_are_reported():
+    shifted = objectives.make_objective("garland", 4, heterogeneity="shift")   # f + N(0,1) leaves [0, 1]
+    with pytest.raises(fp.ObjectiveError, match="outside \\[0, 1\\]"):
+        fp.run(fp.FedPNEConfig(num_clients=4, horizon=2000, noise="bernoulli", capacity=16), shifted, seeds=2)
+
+
+def test_cli_reports_bad_input(capsys):
+    assert main(["run", "--clients", "3", "--rho", "1.5"]) == 2
+    assert "rho must be < 1" in capsys.readouterr().err
+    assert main(["run", "--objective", "sphere"]) == 2
+    assert "objective must be one of" in capsys.readouterr().err

@@ -1,0 +1,71 @@
+"""The same key gives the same numbers alone, in a batch, with or without jit; compiled programs are
+reused for equal shapes."""
+import jax
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+import objectives
+from helpers import make
+
+CONFIG = fp.FedPNEConfig(num_clients=3, horizon=600, noise="gaussian:0.3", split="random", checkpoints=8,
+                         capacity=32)
+
+
+def _fields(res, i):
+    return (res.final_regret[i], res.curves[i], res.phases[i], res.uploads[i], res.depth[i], res.recommendation[i])
+
+
+def _assert_same(a, i, b, j):
+    for x, y in zip(_fields(a, i), _fields(b, j)):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.fixture(scope="module")
+def objective():
+    return make("himmelblau", 3, dim=2)
+
+
+@pytest.fixture(scope="module")
+def batch(objective):
+    return fp.run(CONFIG, objective, seeds=64, base_seed=7)
+
+
+def test_seed_alone_equals_seed_in_batch(objective, batch):
+    for seed in (0, 13, 63):
+        alone = fp.run(CONFIG, objective, seeds=[seed], base_seed=7)
+        _assert_same(alone, 0, batch, seed)
+    # Runs differ between seeds (so equality above is not trivial).
+    assert len(set(batch.final_regret.tolist())) > 10
+
+
+def test_order_and_company_do_not_matter(objective, batch):
+    other = fp.run(CONFIG, objective, seeds=[40, 2, 63], base_seed=7)
+    for j, seed in enumerate([40, 2, 63]):
+        _assert_same(other, j, batch, seed)
+
+
+def test_without_jit_equals_jit(objective, batch):
+    with jax.disable_jit():
+        eager = fp.run(CONFIG, objective, seeds=[13], base_seed=7)
+    assert eager.compile_seconds == 0.0
+    _assert_same(eager, 0, batch, 13)
+
+
+def test_base_seed_changes_runs(objective, batch):
+    other = fp.run(CONFIG, objective, seeds=64, base_seed=8)
+    assert not np.array_equal(other.final_regret, batch.final_regret)
+
+
+def test_same_shapes_do_not_recompile(objective):
+    config = CONFIG.replace(horizon=700)
+    fp.run(config, objective, seeds=5)
+    traces = fp.trace_count()
+    again = fp.run(config, objective, seeds=[3, 9, 11, 12, 20], base_seed=99)
+    assert fp.trace_count() == traces
+    assert again.compile_seconds == 0.0
+    # Another instance of the objective (other client shifts: data, not structure) reuses the program.
+    fp.run(config, objectives.make_objective("himmelblau", 3, seed=5, dim=2), seeds=5)
+    assert fp.trace_count() == traces
+    fp.run(config, objective, seeds=6)          # a new batch size is a new shape
+    assert fp.trace_count() == traces + 1
