@@ -109,6 +109,18 @@ def _execute(static, params, objective, base_seed: int, seed_ids: np.ndarray):
         return jax.tree.map(np.asarray, out), compile_s, time.perf_counter() - start
 
 
+def compiled_memory(config: FedPNEConfig, objective, seeds: int, capacity: int | None = None):
+    """XLA's memory statistics (arguments, outputs, temporaries, peak) of the program that runs
+    ``seeds`` seeds of ``config``, compiling it if needed; for benchmarks and capacity planning."""
+    check_inputs(config, objective)
+    depth = depth_limit(config)
+    static = make_static(config, objective, capacity or initial_capacity(config), depth)
+    with jax.enable_x64(static.real == "float64"):
+        params = jax.tree.map(jnp.asarray, make_params(config, depth))
+        exe, _ = _executable(static, params, objective, jnp.int32(0), jnp.arange(seeds, dtype=jnp.int32))
+        return exe.memory_analysis()
+
+
 def _seed_ids(seeds) -> np.ndarray:
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         if seeds < 1:

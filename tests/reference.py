@@ -107,6 +107,22 @@ class RefResult:
     recommendation: np.ndarray
 
 
+def _client_means_per_pull(local, n, noise, sigma, var, rng):
+    """The naive simulation: every round, every client pulls and observes one reward (centre pulls)."""
+    total = np.zeros_like(local)
+    for _ in range(n):
+        if noise == "bernoulli":
+            r = (rng.random(local.shape) < local).astype(float)
+        elif noise == "uniform":
+            r = local + rng.uniform(-sigma, sigma, local.shape)
+        else:
+            r = local.copy()
+        if var > 0:
+            r = r + rng.normal(0.0, math.sqrt(var), local.shape)
+        total += r
+    return total / n
+
+
 def _client_means_exact(local, n, noise, sigma, var, rng):
     """Each client's mean of n rewards at the node centres (centre pulls): exact draws of the mean,
     or n explicit draws for uniform noise."""
@@ -142,9 +158,10 @@ def _pulls_uniform(prob, node, pulls, noise, sigma, dp_sigma2, rng):
 
 def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c=0.1, c1=1.0, delta=None,
            noise="none", sigma=0.0, dp_sigma2=0.0, pull="centre", checkpoints=100, rng=None,
-           split_dim_fn=None) -> RefResult:
+           split_dim_fn=None, per_pull=False) -> RefResult:
     """One run.  noise: none | gaussian | bernoulli | uniform (sigma is the Gaussian sd or the uniform
-    half-width).  Centre pulls draw each client's mean exactly; pull='uniform' simulates every pull."""
+    half-width).  Centre pulls draw each client's mean exactly (or, with per_pull=True, simulate every
+    round of every node: the slow baseline of scripts/bench.py); pull='uniform' simulates every pull."""
     M = prob.shifts.size
     delta = 1.0 / M if delta is None else delta
     L = math.log(c1 * T / delta)
@@ -193,7 +210,8 @@ def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c
             t = T
             break
         if pull == "centre":
-            client_means = _client_means_exact(prob.local(x), n, noise, sigma, var, rng)
+            sampler = _client_means_per_pull if per_pull else _client_means_exact
+            client_means = sampler(prob.local(x), n, noise, sigma, var, rng)
         mu = client_means.mean(axis=1)
         b = c * math.sqrt(L / (M * n))
         best = int(np.argmax(mu))

@@ -6,7 +6,7 @@ import fedpne_jax as fp
 from fedpne_jax.params import initial_capacity
 from helpers import make
 
-CONFIG = fp.FedPNEConfig(num_clients=4, horizon=20_000, noise="gaussian:0.1", split="random", rho=0.7)
+CONFIG = fp.FedPNEConfig(num_clients=4, horizon=5_000, noise="gaussian:0.1", split="random")
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +16,7 @@ def objective():
 
 @pytest.fixture(scope="module")
 def roomy(objective):
-    return fp.run(CONFIG.replace(capacity=1024), objective, seeds=6)
+    return fp.run(CONFIG.replace(capacity=256), objective, seeds=6)
 
 
 def test_small_capacity_grows_to_the_same_result(objective, roomy):
