@@ -63,8 +63,19 @@ def _value_flags(static: Static, values, used):
     return flags.astype(jnp.int32)
 
 
-def _node_keys(static: Static, phase_key):
-    return jax.vmap(lambda j: jax.random.fold_in(phase_key, j))(jnp.arange(static.capacity))
+ROW_BLOCK = 16
+
+
+def _row_draws(static: Static, key, draw, *row_args):
+    """Random arrays for every table row.  Block b covers rows [16 b, 16 b + 16) and is drawn by
+    ``draw(fold_in(key, b), *args of those rows)``, so row j's numbers depend on (key, j) only: a larger
+    table gives the same numbers, at a fraction of the cost of one key per row."""
+    blocks = -(-static.capacity // ROW_BLOCK)
+    pad = blocks * ROW_BLOCK - static.capacity
+    args = [jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1)).reshape((blocks, ROW_BLOCK) + a.shape[1:])
+            for a in row_args]
+    out = jax.vmap(lambda b, *xs: draw(jax.random.fold_in(key, b), *xs))(jnp.arange(blocks), *args)
+    return out.reshape((blocks * ROW_BLOCK,) + out.shape[2:])[:static.capacity]
 
 
 def _standard_normal(u):
@@ -94,25 +105,27 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     row = jnp.minimum(jc, static.capacity - 1)
     partial = jnp.where(part > 0, gap[row] * part.astype(gap.dtype), 0.0)
     flags = _value_flags(static, g, used) & FLAG_NONFINITE
-    keys = _node_keys(static, phase_key)
     dt = static.float_dtype
     if static.sampling == "aggregate":
         scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
-        noise = jax.vmap(lambda key: jax.random.normal(key, dtype=dt))(keys) if _has_gauss(static) else 0.0
+        noise = _row_draws(static, phase_key, lambda key: jax.random.normal(key, (ROW_BLOCK,), dt)) \
+            if _has_gauss(static) else 0.0
         return Estimate(g + scale * noise, regret, partial, flags)
 
     M = static.num_clients
     clients = jnp.arange(M, dtype=jnp.int32)
     local = jax.vmap(lambda p: jax.vmap(lambda m: objective.local(p, m))(clients))(x)   # (cap, M)
     flags = flags | _value_flags(static, local, used[:, None])
-    # All clients' draws for a node come from the node's key in one call per kind.
+    # All clients' draws for a block of rows come from one call per kind.
     if static.noise_kind == "bernoulli":
-        p = jnp.clip(local, 0.0, 1.0)
-        successes = jax.vmap(lambda key, pj: jax.random.binomial(key, n.astype(dt), pj, dtype=dt))(keys, p)
+        successes = _row_draws(static, jax.random.fold_in(phase_key, 0),
+                               lambda key, p: jax.random.binomial(key, n.astype(dt), p, dtype=dt),
+                               jnp.clip(local, 0.0, 1.0))
     else:
         successes = jnp.zeros_like(local)
     if _has_gauss(static):
-        z = jax.vmap(lambda key: jax.random.normal(jax.random.fold_in(key, 1), (M,), dtype=dt))(keys)
+        z = _row_draws(static, jax.random.fold_in(phase_key, 1),
+                       lambda key: jax.random.normal(key, (ROW_BLOCK, M), dt))
     else:
         z = jnp.zeros_like(local)
     client_means = jax.vmap(jax.vmap(lambda v, b, zz: _client_mean(static, params, v, n, b, zz)))(local, successes, z)
@@ -136,16 +149,14 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     cap, M, B, D = static.capacity, static.num_clients, static.pull_chunk, static.dim
     dt = static.float_dtype
     clients = jnp.arange(M, dtype=jnp.int32)
-    node_keys = _node_keys(static, phase_key)
     if static.pull == "centre":
         local_c = jax.vmap(lambda p: jax.vmap(lambda m: objective.local(p, m))(clients))(centre)
         gap_c = objective.f_star - jax.vmap(objective.global_value)(centre)
     row = jnp.minimum(jc, cap - 1)
 
-    def one_pull(j, s):
+    def one_pull(j, s, u):
         """Client rewards (M,), regrets (M,) and local values (M,) of pull s of node row j.  One uniform
-        draw per client and pull supplies the point (D), the noise (1) and the Gaussian part (1)."""
-        u = jax.random.uniform(jax.random.fold_in(node_keys[j], s), (M, D + 2), dtype=dt)
+        draw u (M, D + 2) per client and pull supplies the point, the noise and the Gaussian part."""
         if static.pull == "centre":
             values, gap = local_c[j], jnp.broadcast_to(gap_c[j], (M,))
         else:
@@ -158,7 +169,11 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         chunk, reward_sum, regret_sum, partial, flags = carry
         s = chunk * B + jnp.arange(B, dtype=jnp.int32)                     # (B,)
         rows = jnp.arange(cap, dtype=jnp.int32)
-        rewards, gaps, values = jax.vmap(lambda j: jax.vmap(lambda ss: one_pull(j, ss))(s))(rows)
+        # Pull s of every row: fold_in(phase key, s), then blocks of rows as everywhere else.
+        u = jax.vmap(lambda ss: _row_draws(static, jax.random.fold_in(phase_key, ss),
+                                           lambda key: jax.random.uniform(key, (ROW_BLOCK, M, D + 2), dt)))(s)
+        u = jnp.swapaxes(u, 0, 1)                                           # (cap, B, M, D + 2)
+        rewards, gaps, values = jax.vmap(lambda j, uj: jax.vmap(lambda ss, us: one_pull(j, ss, us))(s, uj))(rows, u)
         valid = s[None, :] < pulls[:, None]                                 # (cap, B)
         flags = flags | _value_flags(static, values, valid[:, :, None]) \
             | _value_flags(static, gaps, valid[:, :, None]) & FLAG_NONFINITE
