@@ -65,7 +65,9 @@ class FedPNEConfig:
     sampling: how a node's mean reward is drawn.  'aggregate' draws the server's mean over clients
     directly (exact for Gaussian or no noise with centre pulls; O(nodes) per phase); 'client' draws
     each client's mean of n pulls exactly (Gaussian, Bernoulli via Binomial); 'explicit' simulates
-    every pull in chunks of ``pull_chunk`` (needed for uniform noise or uniform pull points).
+    every pull in chunks of ``pull_chunk`` pulls (needed for uniform noise or uniform pull points);
+    ``None`` sizes chunks so a batch's per-chunk draws stay near PULL_BUFFER_ELEMENTS numbers.  The
+    chunk size never changes results.
     'auto' picks the cheapest exact one.
     """
 
@@ -85,7 +87,7 @@ class FedPNEConfig:
     dp_delta: Optional[float] = None
     checkpoints: int = 100
     capacity: Optional[int] = None
-    pull_chunk: int = 32
+    pull_chunk: Optional[int] = None
     precision: str = "float32"
 
     def __post_init__(self):
@@ -123,7 +125,7 @@ class FedPNEConfig:
             raise ValueError(f"checkpoints must be an integer >= 1, got {self.checkpoints!r}")
         if self.capacity is not None and (not _is_int(self.capacity) or self.capacity < self.k):
             raise ValueError(f"capacity must be an integer >= k, got {self.capacity!r}")
-        if not _is_int(self.pull_chunk) or self.pull_chunk < 1:
+        if self.pull_chunk is not None and (not _is_int(self.pull_chunk) or self.pull_chunk < 1):
             raise ValueError(f"pull_chunk must be an integer >= 1, got {self.pull_chunk!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")

@@ -114,7 +114,7 @@ def compiled_memory(config: FedPNEConfig, objective, seeds: int, capacity: int |
     ``seeds`` seeds of ``config``, compiling it if needed; for benchmarks and capacity planning."""
     check_inputs(config, objective)
     depth = depth_limit(config)
-    static = make_static(config, objective, capacity or initial_capacity(config), depth)
+    static = make_static(config, objective, capacity or initial_capacity(config), depth, seeds=seeds)
     with jax.enable_x64(static.real == "float64"):
         params = jax.tree.map(jnp.asarray, make_params(config, depth))
         exe, _ = _executable(static, params, objective, jnp.int32(0), jnp.arange(seeds, dtype=jnp.int32))
@@ -165,7 +165,7 @@ def run(config: FedPNEConfig, objective, seeds: int | Sequence[int] = 1, base_se
     pending = ids
     compile_s = run_s = 0.0
     while pending.size:
-        static = make_static(config, objective, capacity, depth)
+        static = make_static(config, objective, capacity, depth, seeds=pending.size)
         out, c_s, r_s = _execute(static, params, objective, int(base_seed), pending)
         compile_s, run_s = compile_s + c_s, run_s + r_s
         bad = out.flags & (phase_lib.FLAG_NONFINITE | phase_lib.FLAG_RANGE)

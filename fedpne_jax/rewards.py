@@ -10,14 +10,12 @@ Three samplers, all exact in distribution (see FedPNEConfig.sampling):
   vmapped over clients; the server averages them (Algorithm 2).
 * ``explicit``: every pull is simulated: a point (the centre, or uniform in the node), its reward
   with per-pull noise, and the regret at that point; pulls run in chunks so memory stays bounded for
-  any n.  Every pull's randomness comes from fold_in(node key, pull index), so results do not depend
-  on the chunk size or on the table's capacity.
+  any n.  Pull s draws from fold_in(phase key, s), so results do not depend on the chunk size.
 
-Each node draws all its clients' randomness in one call (one threefry site per kind of draw): this
-keeps compile time low, and XLA pays for every random call site it has to unroll.
-
-Randomness is keyed per node row (fold_in(phase key, row)), never by the table's capacity, so a run
-that is repeated with a larger table gives the same numbers.
+Randomness is keyed by table row in blocks of ROW_BLOCK rows (see _row_draws), never by the table's
+capacity, so a run repeated with a larger table gives the same numbers.  Each block draws all its
+clients' randomness in one call per kind of draw: XLA compiles every random call site separately, and
+one hash batch per block costs far less than one key per row.
 """
 from __future__ import annotations
 
