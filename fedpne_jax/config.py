@@ -17,7 +17,11 @@ SAMPLINGS = ("auto", "aggregate", "client", "explicit")
 PRECISIONS = ("float32", "float64")
 DEFAULT_NOISE_SCALE = 0.1
 DEFAULT_C = 0.1
-MAX_HORIZON = 2**31 - 2  # rounds are int32 and n_h is clipped to T + 1
+MAX_HORIZON = 2**31 - 2**17   # rounds are int32; n_h <= T + 1 and pull indices up to T + a chunk fit
+MAX_CLIENTS = 2**20
+MAX_K = 256                   # k * capacity stays far below 2^31
+MAX_PULL_CHUNK_SETTING = 2**16
+FLOAT32_MAX = 3.0e38
 
 
 def parse_noise(spec: str) -> tuple[str, float]:
@@ -91,14 +95,14 @@ class FedPNEConfig:
     precision: str = "float32"
 
     def __post_init__(self):
-        if not _is_int(self.num_clients) or self.num_clients < 1:
-            raise ValueError(f"num_clients (M) must be an integer >= 1, got {self.num_clients!r}")
+        if not _is_int(self.num_clients) or not 1 <= self.num_clients <= MAX_CLIENTS:
+            raise ValueError(f"num_clients (M) must be an integer in [1, {MAX_CLIENTS}], got {self.num_clients!r}")
         if not _is_int(self.horizon) or self.horizon < 1:
             raise ValueError(f"horizon (T) must be an integer >= 1, got {self.horizon!r}")
         if self.horizon > MAX_HORIZON:
             raise ValueError(f"horizon (T) must be <= {MAX_HORIZON}, got {self.horizon!r}")
-        if not _is_int(self.k) or self.k < 2:
-            raise ValueError(f"k must be an integer >= 2, got {self.k!r}")
+        if not _is_int(self.k) or not 2 <= self.k <= MAX_K:
+            raise ValueError(f"k must be an integer in [2, {MAX_K}], got {self.k!r}")
         if self.split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
         _check_real("nu", self.nu, low=0.0)
@@ -108,7 +112,9 @@ class FedPNEConfig:
         _check_real("c1", self.c1, low=0.0)
         if self.delta is not None:
             _check_real("delta", self.delta, low=0.0, high=1.0, high_open=False)
-        kind, _ = parse_noise(self.noise)
+        kind, scale = parse_noise(self.noise)
+        if scale > 1e18:
+            raise ValueError(f"noise scale must be <= 1e18 (its square must be a float32), got {self.noise!r}")
         if self.pull not in PULLS:
             raise ValueError(f"pull must be one of {PULLS}, got {self.pull!r}")
         if self.sampling not in SAMPLINGS:
@@ -123,10 +129,12 @@ class FedPNEConfig:
                 raise ValueError("dp_epsilon must be set when dp_delta is (DP-Fed-PNE needs both)")
         if not _is_int(self.checkpoints) or self.checkpoints < 1:
             raise ValueError(f"checkpoints must be an integer >= 1, got {self.checkpoints!r}")
-        if self.capacity is not None and (not _is_int(self.capacity) or self.capacity < self.k):
-            raise ValueError(f"capacity must be an integer >= k, got {self.capacity!r}")
-        if self.pull_chunk is not None and (not _is_int(self.pull_chunk) or self.pull_chunk < 1):
-            raise ValueError(f"pull_chunk must be an integer >= 1, got {self.pull_chunk!r}")
+        from fedpne_jax.params import MAX_CAPACITY
+        if self.capacity is not None and (not _is_int(self.capacity) or not self.k <= self.capacity <= MAX_CAPACITY):
+            raise ValueError(f"capacity must be an integer in [k, {MAX_CAPACITY}], got {self.capacity!r}")
+        if self.pull_chunk is not None and (not _is_int(self.pull_chunk)
+                                            or not 1 <= self.pull_chunk <= MAX_PULL_CHUNK_SETTING):
+            raise ValueError(f"pull_chunk must be an integer in [1, {MAX_PULL_CHUNK_SETTING}], got {self.pull_chunk!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.resolved_sampling == "aggregate" and not (kind in ("gaussian", "none") and self.pull == "centre"):
@@ -138,6 +146,18 @@ class FedPNEConfig:
         if self.log_term <= 0:
             raise ValueError(f"c1*T/delta must exceed 1 so that L = log(c1*T/delta) > 0; got c1={self.c1}, "
                              f"horizon={self.horizon}, delta={self.delta_value}")
+        try:
+            sigma2 = self.dp_sigma2
+        except (OverflowError, ZeroDivisionError):
+            sigma2 = math.inf
+        if not sigma2 < FLOAT32_MAX:
+            raise ValueError(f"dp_epsilon={self.dp_epsilon} gives sigma_dp^2 = 2 log(1.25/dp_delta)/eps^2 beyond float32")
+        try:
+            log_scale = 2 * math.log(self.c_value) + math.log(self.log_term) - 2 * math.log(self.nu)
+        except (OverflowError, ValueError, ZeroDivisionError):
+            log_scale = math.nan
+        if not abs(log_scale) < 700:
+            raise ValueError(f"c and nu must keep c^2 L / nu^2 within float64 range, got c={self.c_value}, nu={self.nu}")
 
     def replace(self, **changes) -> "FedPNEConfig":
         return dataclasses.replace(self, **changes)

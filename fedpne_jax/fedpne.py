@@ -21,7 +21,8 @@ import numpy as np
 from fedpne_jax import phase as phase_lib
 from fedpne_jax.config import FedPNEConfig
 from fedpne_jax.errors import CapacityError, ObjectiveError
-from fedpne_jax.params import MAX_CAPACITY, Params, Static, depth_limit, initial_capacity, make_params, make_static
+from fedpne_jax.params import (MAX_CAPACITY, Params, Static, check_feasible, depth_limit, initial_capacity,
+                               make_params, make_static)
 from fedpne_jax.result import RunResult
 
 
@@ -126,7 +127,10 @@ def _seed_ids(seeds) -> np.ndarray:
         if seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {seeds}")
         return np.arange(int(seeds), dtype=np.int64)
-    ids = np.asarray(list(seeds))
+    try:
+        ids = np.asarray(list(seeds))
+    except TypeError:
+        raise ValueError(f"seeds must be a count >= 1 or a sequence of seed indices, got {seeds!r}") from None
     if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) \
             or np.any(ids > 2**31 - 1):
         raise ValueError(f"seeds must be a count >= 1 or a non-empty sequence of int32 seed indices >= 0, "
@@ -141,6 +145,7 @@ def check_inputs(config: FedPNEConfig, objective) -> None:
     if objective.num_clients != config.num_clients:
         raise ValueError(f"num_clients: the config has M={config.num_clients} but objective "
                          f"{objective.name!r} was built for {objective.num_clients} clients")
+    check_feasible(config)
     if config.noise_kind == "bernoulli" and not (0.0 <= objective.f_star <= 1.0):
         raise ValueError(f"noise 'bernoulli' needs objective values in [0, 1]; objective {objective.name!r} "
                          f"has f* = {objective.f_star}")

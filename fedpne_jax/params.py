@@ -24,7 +24,8 @@ INT32_MAX = 2**31 - 1
 
 
 class Params(NamedTuple):
-    """Dynamic inputs of the compiled run; a batch of them (leading axis) is a hyper-parameter grid."""
+    """Dynamic inputs of the compiled run: data, not structure, so configurations that differ only in
+    these numbers share one compiled program."""
 
     tau: np.ndarray          # (H+1,) int32, tau_h clipped to M + 1 (only tau <= 1 and M // tau matter)
     n_pulls: np.ndarray      # (H+1,) int32, n_h = ceil(tau_h / M) clipped to T + 1
@@ -34,17 +35,17 @@ class Params(NamedTuple):
     dp_var: np.ndarray       # () float, sigma_dp^2 (0 without DP)
 
 
+def tau_at(config: FedPNEConfig, h: int) -> int:
+    """tau_h = ceil(c^2 L rho^(-2h) / nu1^2) as a Python int, saturating at TAU_SATURATION."""
+    log_scale = 2 * math.log(config.c_value) + math.log(config.log_term) - 2 * math.log(config.nu)
+    if log_scale - 2.0 * h * math.log(config.rho) >= math.log(TAU_SATURATION):
+        return TAU_SATURATION
+    return math.ceil(config.c_value ** 2 * config.log_term / config.nu ** 2 * config.rho ** (-2 * h))
+
+
 def tau_table(config: FedPNEConfig, depth_limit: int) -> list[int]:
-    """tau_h for h = 0..depth_limit as Python ints, saturating at TAU_SATURATION (beyond any n_h <= T)."""
-    scale = config.c_value ** 2 * config.log_term / config.nu ** 2
-    out = []
-    for h in range(depth_limit + 1):
-        log_x = math.log(scale) - 2.0 * h * math.log(config.rho)
-        if log_x >= math.log(TAU_SATURATION):
-            out.append(TAU_SATURATION)
-        else:
-            out.append(max(0, math.ceil(scale * config.rho ** (-2 * h))))
-    return out
+    """tau_h for h = 0..depth_limit (beyond any n_h <= T once saturated)."""
+    return [tau_at(config, h) for h in range(depth_limit + 1)]
 
 
 def n_from_tau(tau: int, config: FedPNEConfig) -> int:
@@ -73,14 +74,27 @@ def depth_limit(config: FedPNEConfig) -> int:
 
 
 def first_phase_size(config: FedPNEConfig, limit: int) -> int:
-    """|K^1| after the initial expansions (every node survives them), capped at ``limit``."""
-    taus = tau_table(config, depth_limit(config))
+    """|K^1| after the initial expansions (every node survives them); stops counting once it
+    exceeds ``limit`` (the result is then some size above the limit)."""
     size, h = 1, 0
-    while h < len(taus) - 1 and (taus[h] <= 1 or size * taus[h] <= config.num_clients):
+    while tau_at(config, h) <= 1 or size * tau_at(config, h) <= config.num_clients:
         size, h = size * config.k, h + 1
         if size > limit:
-            return size
+            break
     return size
+
+
+MAX_DEPTH = 4096
+
+
+def check_feasible(config: FedPNEConfig) -> None:
+    """Configurations no node table can hold, refused before compiling."""
+    if first_phase_size(config, MAX_CAPACITY) > MAX_CAPACITY:
+        raise ValueError(f"rho={config.rho}, c={config.c_value}: tau_h <= 1 (or |K| tau_h <= M) down to a depth "
+                         f"where the first phase alone has more than {MAX_CAPACITY} nodes; raise c or lower rho")
+    if depth_limit(config) > MAX_DEPTH:
+        raise ValueError(f"rho={config.rho}: the run could reach depth {depth_limit(config)} > {MAX_DEPTH}; "
+                         f"lower rho")
 
 
 def initial_capacity(config: FedPNEConfig) -> int:
@@ -125,7 +139,7 @@ def make_params(config: FedPNEConfig, depth: int) -> Params:
     taus = tau_table(config, depth)
     n = [n_from_tau(t, config) for t in taus]
     M, L = config.num_clients, config.log_term
-    conf = [config.c_value * math.sqrt(L / (M * ni)) if ni > 0 else math.inf for ni in n]
+    conf = [config.c_value * math.sqrt(L / (M * ni)) for ni in n]
     smooth = [config.nu * config.rho ** h for h in range(depth + 1)]
     real = np.dtype(config.precision)
     return Params(

@@ -64,7 +64,7 @@ def expand_until_ready(static: Static, params: Params, state: RunState) -> RunSt
 
     def needs_expansion(s: RunState):
         tau = params.tau[s.depth]
-        small = (tau <= 1) | (s.table.count <= M // jnp.maximum(tau, 1))
+        small = (tau <= 1) | (s.table.count <= M // tau)
         return (s.pending | small) & (s.flags == 0)
 
     def expand_once(s: RunState):

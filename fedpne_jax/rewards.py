@@ -77,9 +77,10 @@ def _row_draws(static: Static, key, draw, *row_args):
 
 
 def _standard_normal(u):
-    """N(0, 1) from U(0, 1) by the inverse CDF (the transform jax.random.normal uses)."""
-    tiny = jnp.finfo(u.dtype).tiny
-    return jnp.sqrt(2.0).astype(u.dtype) * jax.lax.erf_inv(jnp.clip(2.0 * u - 1.0, -1.0 + tiny, 1.0 - tiny))
+    """N(0, 1) from U[0, 1) by the inverse CDF, as jax.random.normal does: 2u - 1 is kept above -1
+    (by one ulp; -1 + tiny rounds back to -1) so that u = 0, drawn once in 2^23, is not -inf."""
+    lowest = jnp.nextafter(jnp.asarray(-1.0, u.dtype), jnp.asarray(0.0, u.dtype))
+    return jnp.sqrt(2.0).astype(u.dtype) * jax.lax.erf_inv(jnp.maximum(2.0 * u - 1.0, lowest))
 
 
 def _client_mean(static: Static, params: Params, value, n, successes, z):
@@ -143,18 +144,29 @@ def _pull_rewards(static: Static, params: Params, values, u_noise, u_gauss):
     return r
 
 
+def _compensated_add(acc, x):
+    """Kahan summation step.  Explicit sampling adds up to n ~ 1e9 rewards per node: a plain float32
+    running sum stalls at 2^24 (adding 1.0 no longer changes it); the compensated sum stays within a
+    few ulps for any n."""
+    total, lost = acc
+    y = x - lost
+    t = total + y
+    return t, (t - total) - y
+
+
 def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part) -> Estimate:
     cap, M, B, D = static.capacity, static.num_clients, static.pull_chunk, static.dim
     dt = static.float_dtype
     clients = jnp.arange(M, dtype=jnp.int32)
+    rows = jnp.arange(cap, dtype=jnp.int32)
     if static.pull == "centre":
         local_c = jax.vmap(lambda p: jax.vmap(lambda m: objective.local(p, m))(clients))(centre)
         gap_c = objective.f_star - jax.vmap(objective.global_value)(centre)
     row = jnp.minimum(jc, cap - 1)
 
-    def one_pull(j, s, u):
-        """Client rewards (M,), regrets (M,) and local values (M,) of pull s of node row j.  One uniform
-        draw u (M, D + 2) per client and pull supplies the point, the noise and the Gaussian part."""
+    def one_pull(j, u):
+        """Client rewards (M,), regrets (M,) and local values (M,) of one pull of node row j.  One
+        uniform draw u (M, D + 2) per client supplies the point, the noise and the Gaussian part."""
         if static.pull == "centre":
             values, gap = local_c[j], jnp.broadcast_to(gap_c[j], (M,))
         else:
@@ -164,27 +176,35 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         return _pull_rewards(static, params, values, u[:, D], u[:, D + 1]), gap, values
 
     def body(carry):
-        chunk, reward_sum, regret_sum, partial, flags = carry
+        chunk, sums, flags = carry
         s = chunk * B + jnp.arange(B, dtype=jnp.int32)                     # (B,)
-        rows = jnp.arange(cap, dtype=jnp.int32)
         # Pull s of every row: fold_in(phase key, s), then blocks of rows as everywhere else.
         u = jax.vmap(lambda ss: _row_draws(static, jax.random.fold_in(phase_key, ss),
                                            lambda key: jax.random.uniform(key, (ROW_BLOCK, M, D + 2), dt)))(s)
-        u = jnp.swapaxes(u, 0, 1)                                           # (cap, B, M, D + 2)
-        rewards, gaps, values = jax.vmap(lambda j, uj: jax.vmap(lambda ss, us: one_pull(j, ss, us))(s, uj))(rows, u)
-        valid = s[None, :] < pulls[:, None]                                 # (cap, B)
-        flags = flags | _value_flags(static, values, valid[:, :, None]) \
-            | _value_flags(static, gaps, valid[:, :, None]) & FLAG_NONFINITE
-        reward_sum = reward_sum + jnp.sum(jnp.where(valid[:, :, None], rewards, 0.0), axis=1)
-        mean_gap = jnp.where(valid, jnp.mean(gaps, axis=-1), 0.0)          # (cap, B)
-        regret_sum = regret_sum + jnp.sum(mean_gap, axis=1)
-        in_part = s[None, :] < part[:, None]                                # (C, B)
-        partial = partial + jnp.sum(jnp.where(in_part, mean_gap[row], 0.0), axis=1)
-        return chunk + 1, reward_sum, regret_sum, partial, flags
+        rewards, gaps, values = jax.vmap(jax.vmap(one_pull), in_axes=(None, 0))(rows, u)   # (B, cap, ...)
+        valid = s[:, None] < pulls[None, :]                                 # (B, cap)
+        flags = flags | _value_flags(static, values, valid[..., None]) \
+            | (_value_flags(static, gaps, valid[..., None]) & FLAG_NONFINITE)
+        mean_gap = jnp.where(valid, jnp.mean(gaps, axis=-1), 0.0)          # (B, cap)
+        in_part = s[:, None] < part[None, :]                                # (B, C)
 
-    chunks = (pulls[0] + B - 1) // B      # row 0 has the most pulls
-    init = (jnp.int32(0), jnp.zeros((cap, M), dt), jnp.zeros((cap,), dt), jnp.zeros(part.shape, dt), jnp.int32(0))
-    _, reward_sum, regret_sum, partial, flags = jax.lax.while_loop(lambda c: c[0] < chunks, body, init)
+        # Pulls are added one after another, so the sums do not depend on the chunk size.
+        def add(acc, b):
+            r, g, p = acc
+            r = _compensated_add(r, jnp.where(valid[b][:, None], rewards[b], 0.0))
+            g = _compensated_add(g, mean_gap[b])
+            p = _compensated_add(p, jnp.where(in_part[b], mean_gap[b][row], 0.0))
+            return (r, g, p), None
+
+        sums, _ = jax.lax.scan(add, sums, jnp.arange(B))
+        return chunk + 1, sums, flags
+
+    most = pulls[0]                                  # row 0 has the most pulls
+    chunks = most // B + (most % B > 0)              # (most + B - 1) // B could pass int32
+    pair = lambda shape: (jnp.zeros(shape, dt), jnp.zeros(shape, dt))
+    init = (jnp.int32(0), (pair((cap, M)), pair((cap,)), pair(part.shape)), jnp.int32(0))
+    _, ((reward_sum, _), (regret_sum, _), (partial, _)), flags = jax.lax.while_loop(
+        lambda c: c[0] < chunks, body, init)
     counts = jnp.maximum(pulls, 1).astype(dt)
     mean = jnp.mean(reward_sum / counts[:, None], axis=1)
     return Estimate(mean, regret_sum, partial, flags)
@@ -195,6 +215,7 @@ def estimate(static: Static, params: Params, objective, table, centre, pulls, n,
     receives (its mean over clients) and the regret paid.  ``jc, part`` locate each checkpoint
     inside the phase: node row jc_c has had part_c of its pulls when checkpoint c is reached."""
     if static.sampling == "explicit":
-        lower, width = partition.lower_and_width(static, table, objective.lo, objective.hi)
+        lower, width = partition.lower_and_width(static, table, objective.lo, objective.hi) \
+            if static.pull == "uniform" else (None, None)
         return _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part)
     return _centre_estimate(static, params, objective, centre, pulls, n, phase_key, jc, part)

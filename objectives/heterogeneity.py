@@ -1,8 +1,9 @@
 """Client heterogeneity: how the M local objectives differ from the global one.
 
 ``none``: every client sees f.  ``shift`` (the paper's experiments, App. E): client m sees
-f + s_m with s_m ~ N(0, 1) drawn from the objective's key and centred, so sum_m s_m = 0 and the
-global objective (1/M) sum_m f_m is exactly the original function; only the local optima's values move.
+f + s_m with s_m ~ N(0, 1) drawn from the objective's key and centred, so sum_m s_m = 0 (up to the
+float32 rounding of the shifts) and the global objective (1/M) sum_m f_m is the original function,
+which the engine evaluates directly; only the local optima's values move.
 """
 from __future__ import annotations
 

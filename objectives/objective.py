@@ -56,6 +56,8 @@ class Objective:
             if not (np.isfinite(a) and np.isfinite(b) and a < b):
                 raise ValueError(f"objective {self.name!r}: lo must be < hi in every dimension "
                                  f"(dimension {d}: lo={a}, hi={b})")
+        if not (isinstance(self.f_star, (int, float)) and np.isfinite(self.f_star)):
+            raise ValueError(f"objective {self.name!r}: f_star must be a finite number, got {self.f_star!r}")
         if not isinstance(self.num_clients, (int, np.integer)) or self.num_clients < 1:
             raise ValueError(f"objective {self.name!r}: num_clients must be an integer >= 1, "
                              f"got {self.num_clients!r}")

@@ -37,6 +37,14 @@ BAD = [
     (dict(capacity=1), "capacity"),
     (dict(precision="float16"), "precision"),
     (dict(num_clients=1, horizon=1), "c1*T/delta"),
+    (dict(num_clients=2**21), "num_clients"),
+    (dict(k=1000), "k "),
+    (dict(capacity=2**30), "capacity"),
+    (dict(pull_chunk=0), "pull_chunk"),
+    (dict(c=1e-200), "c and nu"),
+    (dict(nu=1e-200), "c and nu"),
+    (dict(dp_epsilon=1e-200, dp_delta=0.1), "dp_epsilon"),
+    (dict(noise="gaussian:1e30"), "noise scale"),
 ]
 
 
@@ -53,6 +61,9 @@ def test_bad_objective_inputs():
         objectives.make_objective("garland", 3, heterogeneity="scale")
     with pytest.raises(ValueError, match="dim"):
         objectives.make_objective("garland", 3, dim=2)
+    with pytest.raises(ValueError, match="f_star must be a finite number"):
+        objectives.Objective(name="box", lo=(0.0,), hi=(1.0,), f_star=float("nan"), num_clients=1,
+                             global_fn=lambda d, x: x[0], local_fn=lambda d, x, m: x[0])
     with pytest.raises(ValueError, match="lo must be < hi"):
         objectives.Objective(name="box", lo=(1.0,), hi=(0.0,), f_star=0.0, num_clients=1,
                              global_fn=lambda d, x: x[0], local_fn=lambda d, x, m: x[0])
@@ -73,6 +84,10 @@ def test_run_checks_before_compiling():
         fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), base_seed=-2)
     with pytest.raises(ValueError, match="bernoulli"):
         fp.run(fp.FedPNEConfig(num_clients=1, noise="bernoulli"), _nan_objective(1, f_star=2.0))
+    with pytest.raises(ValueError, match="raise c or lower rho"):
+        fp.run(fp.FedPNEConfig(num_clients=3, rho=0.99), objectives.make_objective("garland", 3))
+    with pytest.raises(ValueError, match="seeds"):
+        fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), seeds=3.0)
     assert fp.trace_count() == traces
 
 
@@ -83,11 +98,11 @@ def _nan_objective(M, f_star=1.0):
                                 global_fn=f, local_fn=lambda d, x, m: f(d, x))
 
 
-@pytest.mark.parametrize("sampling", ["aggregate", "client"])
-def test_nan_from_objective_is_reported(sampling):
+@pytest.mark.parametrize("kw", [dict(sampling="aggregate"), dict(sampling="client"),
+                                dict(noise="none", pull="uniform")])
+def test_nan_from_objective_is_reported(kw):
     with pytest.raises(fp.ObjectiveError, match="objective 'holey' returned NaN or inf"):
-        fp.run(fp.FedPNEConfig(num_clients=2, horizon=2000, sampling=sampling, capacity=16),
-               _nan_objective(2), seeds=3)
+        fp.run(fp.FedPNEConfig(num_clients=2, horizon=2000, capacity=16, **kw), _nan_objective(2), seeds=3)
 
 
 def test_bernoulli_values_outside_unit_interval_are_reported():

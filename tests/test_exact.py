@@ -54,6 +54,19 @@ def test_random_split_matches_reference_per_seed(name, k):
     assert len(set(res.final_regret.tolist())) > 1     # the partitions really differ between seeds
 
 
+@pytest.mark.parametrize("sampling,T", [("client", 10_000), ("explicit", 3_001)])
+def test_every_sampler_is_exact_without_noise(sampling, T):
+    """Per-client means and the per-pull simulation (with its own placement of checkpoints inside a
+    node's pulls) give the reference's numbers when there is no noise."""
+    config = fp.FedPNEConfig(num_clients=3, horizon=T, split="longest", noise="none", sampling=sampling,
+                             checkpoints=29, capacity=32)
+    objective = make("doublesine", 3)
+    res = fp.run(config, objective, seeds=2)
+    ref = reference_run(config, objective)
+    for i in range(2):
+        _compare(res, i, ref)
+
+
 @pytest.mark.parametrize("T", [1, 2, 7, 999, 1001])
 def test_short_and_cut_horizons(T):
     config = fp.FedPNEConfig(num_clients=2, horizon=T, split="longest", noise="none", checkpoints=5)

@@ -56,6 +56,16 @@ def test_without_jit_equals_jit():
     _assert_same(eager, 0, jitted, 2)
 
 
+@pytest.mark.parametrize("kw", [dict(noise="bernoulli"), dict(noise="uniform:0.3", sampling="explicit")])
+def test_other_samplers_alone_equal_batch(kw):
+    config = fp.FedPNEConfig(num_clients=3, horizon=800, checkpoints=8, capacity=16, **kw)
+    objective = make("garland", 3, heterogeneity="none")
+    batch = fp.run(config, objective, seeds=12)
+    for seed in (2, 9):
+        _assert_same(fp.run(config, objective, seeds=[seed]), 0, batch, seed)
+    assert len(set(batch.final_regret.tolist())) > 3
+
+
 def test_base_seed_changes_runs(objective, batch):
     other = fp.run(CONFIG, objective, seeds=64, base_seed=8)
     assert not np.array_equal(other.final_regret, batch.final_regret)
