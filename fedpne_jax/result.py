@@ -109,10 +109,9 @@ class RunResult:
 
 
 def versions() -> dict:
-    import optax  # noqa: F401  (a declared dependency; recorded for reproducibility)
     from fedpne_jax import __version__
     return {"fedpne_jax": __version__, "jax": jax.__version__, "jaxlib": metadata.version("jaxlib"),
-            "numpy": np.__version__, "optax": optax.__version__, "python": platform.python_version()}
+            "numpy": np.__version__, "optax": metadata.version("optax"), "python": platform.python_version()}
 
 
 def device_name() -> str:

@@ -98,7 +98,7 @@ def _client_mean(static: Static, params: Params, value, n, successes, z):
 
 def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part) -> Estimate:
     used = pulls > 0
-    g = jax.vmap(objective.global_value)(x)
+    g = objective.value(x)
     gap = objective.f_star - g
     regret = jnp.where(used, gap * pulls.astype(gap.dtype), 0.0)
     row = jnp.minimum(jc, static.capacity - 1)
@@ -112,8 +112,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
         return Estimate(g + scale * noise, regret, partial, flags)
 
     M = static.num_clients
-    clients = jnp.arange(M, dtype=jnp.int32)
-    local = jax.vmap(lambda p: jax.vmap(lambda m: objective.local(p, m))(clients))(x)   # (cap, M)
+    local = objective.local_values(x)                                    # (cap, M)
     flags = flags | _value_flags(static, local, used[:, None])
     # All clients' draws for a block of rows come from one call per kind.
     if static.noise_kind == "bernoulli":
@@ -160,8 +159,8 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     clients = jnp.arange(M, dtype=jnp.int32)
     rows = jnp.arange(cap, dtype=jnp.int32)
     if static.pull == "centre":
-        local_c = jax.vmap(lambda p: jax.vmap(lambda m: objective.local(p, m))(clients))(centre)
-        gap_c = objective.f_star - jax.vmap(objective.global_value)(centre)
+        local_c = objective.local_values(centre)
+        gap_c = objective.f_star - objective.value(centre)
     row = jnp.minimum(jc, cap - 1)
 
     def one_pull(j, u):
