@@ -24,6 +24,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fedpne_jax.ordered import pairwise_mean
 from fedpne_jax.params import Params, Static
 from fedpne_jax import partition
 
@@ -127,7 +128,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     else:
         z = jnp.zeros_like(local)
     client_means = jax.vmap(jax.vmap(lambda v, b, zz: _client_mean(static, params, v, n, b, zz)))(local, successes, z)
-    return Estimate(jnp.mean(client_means, axis=1), regret, partial, flags)
+    return Estimate(pairwise_mean(client_means), regret, partial, flags)
 
 
 def _pull_rewards(static: Static, params: Params, values, u_noise, u_gauss):
@@ -184,7 +185,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         valid = s[:, None] < pulls[None, :]                                 # (B, cap)
         flags = flags | _value_flags(static, values, valid[..., None]) \
             | (_value_flags(static, gaps, valid[..., None]) & FLAG_NONFINITE)
-        mean_gap = jnp.where(valid, jnp.mean(gaps, axis=-1), 0.0)          # (B, cap)
+        mean_gap = jnp.where(valid, pairwise_mean(gaps), 0.0)             # (B, cap)
         in_part = s[:, None] < part[None, :]                                # (B, C)
 
         # Pulls are added one after another, so the sums do not depend on the chunk size.
@@ -205,7 +206,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     _, ((reward_sum, _), (regret_sum, _), (partial, _)), flags = jax.lax.while_loop(
         lambda c: c[0] < chunks, body, init)
     counts = jnp.maximum(pulls, 1).astype(dt)
-    mean = jnp.mean(reward_sum / counts[:, None], axis=1)
+    mean = pairwise_mean(reward_sum / counts[:, None])
     return Estimate(mean, regret_sum, partial, flags)
 
 

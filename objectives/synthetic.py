@@ -1,12 +1,15 @@
 """Synthetic test functions of the X-armed bandit literature, as plain JAX functions of one point.
 
-Every function maximises; ``f_star`` is the exact supremum on the stated box.
+Every function maximises; ``f_star`` is the exact supremum on the stated box.  Sums over coordinates
+use fedpne_jax.ordered so that a point's value does not depend on the batch it is evaluated in.
 """
 from __future__ import annotations
 
 import math
 
 import jax.numpy as jnp
+
+from fedpne_jax.ordered import pairwise_mean, pairwise_sum
 
 
 def garland(x):
@@ -53,9 +56,9 @@ def ackley(x):
     20 exp(-0.2 r) + exp(mean cos 2 pi x) - e - 20 but without the float32 cancellation of ~22.7 - 22.7
     near the optimum, where regret is measured.
     """
-    r = jnp.sqrt(jnp.mean(x * x))
+    r = jnp.sqrt(pairwise_mean(x * x))
     s2 = jnp.sin(jnp.pi * x) ** 2
-    return 20.0 * jnp.expm1(-0.2 * r) + math.e * jnp.expm1(-2.0 * jnp.mean(s2))
+    return 20.0 * jnp.expm1(-0.2 * r) + math.e * jnp.expm1(-2.0 * pairwise_mean(s2))
 
 
 def rastrigin(x):
@@ -63,4 +66,4 @@ def rastrigin(x):
 
     -(10 D + sum(x^2 - 10 cos 2 pi x)) written as -sum(x^2 + 20 sin^2(pi x)) to avoid cancellation.
     """
-    return -jnp.sum(x * x + 20.0 * jnp.sin(jnp.pi * x) ** 2)
+    return -pairwise_sum(x * x + 20.0 * jnp.sin(jnp.pi * x) ** 2)

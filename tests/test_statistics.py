@@ -94,18 +94,6 @@ def test_explicit_results_do_not_depend_on_chunk_size(uniform_pulls):
         np.testing.assert_array_equal(getattr(other, field), getattr(uniform_pulls, field)[:4])
 
 
-def test_uniform_pull_points_alone_and_in_batch(uniform_pulls):
-    """Known limit: with uniform pull points XLA fuses the objective's evaluation at random points
-    differently for different batch shapes, so a sum of regrets can differ in its last bit (seen:
-    1 ulp of R(T) in one seed of 12).  Everything discrete is identical and the floats agree to
-    float32 rounding."""
-    for seed in (2, 9):
-        alone = fp.run(UNIFORM_PULLS, make("garland", 3), seeds=[seed])
-        for field in ("phases", "uploads", "depth", "recommendation"):
-            np.testing.assert_array_equal(getattr(alone, field)[0], getattr(uniform_pulls, field)[seed])
-        np.testing.assert_allclose(alone.curves[0], uniform_pulls.curves[seed], rtol=4 * np.finfo(np.float32).eps)
-
-
 def test_compensated_sums_do_not_stall():
     """A float32 running sum of 1.0 stops growing at 2^24; explicit sampling adds up to n ~ 1e9
     rewards per node, so it sums with compensation."""
