@@ -30,7 +30,8 @@ def _run_parser(sub):
     p.add_argument("--noise", default="gaussian:0.1", help=f"one of {NOISE_KINDS}, e.g. gaussian:0.1, uniform:0.1")
     p.add_argument("--pull", default="centre", choices=PULLS)
     p.add_argument("--sampling", default="auto", choices=SAMPLINGS)
-    p.add_argument("--heterogeneity", default="shift", help="none or shift")
+    p.add_argument("--heterogeneity", default=None,
+                   help="none or shift (default: shift, or none with bernoulli noise, whose values must stay in [0, 1])")
     p.add_argument("--objective-seed", type=int, default=0, help="key of the client heterogeneity")
     p.add_argument("--dp-epsilon", type=float, default=None)
     p.add_argument("--dp-delta", type=float, default=None)
@@ -49,15 +50,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args) -> int:
+    import os
+
     import objectives
     from fedpne_jax.fedpne import run
+
+    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise ValueError(f"--output: the folder of {args.output!r} does not exist")
+    heterogeneity = args.heterogeneity or ("none" if args.noise.strip().lower() == "bernoulli" else "shift")
 
     config = FedPNEConfig(
         num_clients=args.clients, horizon=args.horizon, k=args.k, split=args.split, nu=args.nu, rho=args.rho,
         c=args.c, c1=args.c1, delta=args.delta, noise=args.noise, pull=args.pull, sampling=args.sampling,
         dp_epsilon=args.dp_epsilon, dp_delta=args.dp_delta, checkpoints=args.checkpoints, capacity=args.capacity)
     objective = objectives.make_objective(args.objective, num_clients=args.clients,
-                                          heterogeneity=args.heterogeneity, seed=args.objective_seed, dim=args.dim)
+                                          heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim)
     result = run(config, objective, seeds=args.seeds, base_seed=args.seed, grow=not args.no_grow)
     print(result.summary())
     if args.output:

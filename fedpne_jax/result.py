@@ -111,7 +111,14 @@ class RunResult:
 def versions() -> dict:
     from fedpne_jax import __version__
     return {"fedpne_jax": __version__, "jax": jax.__version__, "jaxlib": metadata.version("jaxlib"),
-            "numpy": np.__version__, "optax": metadata.version("optax"), "python": platform.python_version()}
+            "numpy": np.__version__, "optax": _version("optax"), "python": platform.python_version()}
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def device_name() -> str:

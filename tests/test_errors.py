@@ -73,21 +73,26 @@ def test_bad_objective_inputs():
 
 
 def test_run_checks_before_compiling():
+    # checkpoints=13 appears in no other test: a check that ran only after compiling would trace anew.
     traces = fp.trace_count()
     with pytest.raises(ValueError, match="num_clients"):
-        fp.run(fp.FedPNEConfig(num_clients=4), objectives.make_objective("garland", 3))
+        fp.run(fp.FedPNEConfig(num_clients=4, checkpoints=13), objectives.make_objective("garland", 3))
+    cfg = fp.FedPNEConfig(num_clients=3, checkpoints=13)
+    garland = objectives.make_objective("garland", 3)
     with pytest.raises(ValueError, match="seeds"):
-        fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), seeds=0)
+        fp.run(cfg, garland, seeds=0)
     with pytest.raises(ValueError, match="seeds"):
-        fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), seeds=[-1])
+        fp.run(cfg, garland, seeds=[-1])
     with pytest.raises(ValueError, match="base_seed"):
-        fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), base_seed=-2)
-    with pytest.raises(ValueError, match="bernoulli"):
-        fp.run(fp.FedPNEConfig(num_clients=1, noise="bernoulli"), _nan_objective(1, f_star=2.0))
-    with pytest.raises(ValueError, match="raise c or lower rho"):
-        fp.run(fp.FedPNEConfig(num_clients=3, rho=0.99), objectives.make_objective("garland", 3))
+        fp.run(cfg, garland, base_seed=-2)
     with pytest.raises(ValueError, match="seeds"):
-        fp.run(fp.FedPNEConfig(num_clients=3), objectives.make_objective("garland", 3), seeds=3.0)
+        fp.run(cfg, garland, seeds=3.0)
+    with pytest.raises(ValueError, match="bernoulli"):
+        fp.run(fp.FedPNEConfig(num_clients=1, noise="bernoulli", checkpoints=13), _nan_objective(1, f_star=2.0))
+    with pytest.raises(ValueError, match="heterogeneity 'none'"):
+        fp.run(cfg.replace(noise="bernoulli"), garland)
+    with pytest.raises(ValueError, match="raise c or lower rho"):
+        fp.run(cfg.replace(rho=0.99), garland)
     assert fp.trace_count() == traces
 
 
@@ -106,9 +111,12 @@ def test_nan_from_objective_is_reported(kw):
 
 
 def test_bernoulli_values_outside_unit_interval_are_reported():
-    shifted = objectives.make_objective("garland", 4, heterogeneity="shift")   # f + N(0,1) leaves [0, 1]
-    with pytest.raises(fp.ObjectiveError, match="outside \\[0, 1\\]"):
-        fp.run(fp.FedPNEConfig(num_clients=4, horizon=2000, noise="bernoulli", capacity=16), shifted, seeds=2)
+    def f(data, x):
+        return 2.0 * x[0] - 0.5           # leaves [0, 1] near both ends, f* = 1 passes the host check
+    obj = objectives.Objective(name="ramp", lo=(0.0,), hi=(1.0,), f_star=1.0, num_clients=2,
+                               global_fn=f, local_fn=lambda d, x, m: f(d, x))
+    with pytest.raises(fp.ObjectiveError, match="objective 'ramp' returned values outside \\[0, 1\\]"):
+        fp.run(fp.FedPNEConfig(num_clients=2, horizon=2000, noise="bernoulli", capacity=16), obj, seeds=2)
 
 
 def test_cli_reports_bad_input(capsys):
