@@ -94,6 +94,14 @@ def test_explicit_results_do_not_depend_on_chunk_size(uniform_pulls):
         np.testing.assert_array_equal(getattr(other, field), getattr(uniform_pulls, field)[:4])
 
 
+def test_uniform_pull_points_alone_equal_batch(uniform_pulls):
+    """Every client pulls its own random point: the regret averaged over clients is summed in a fixed
+    order, so a seed run alone equals the same seed in the batch of 200, bit for bit."""
+    alone = fp.run(UNIFORM_PULLS, make("garland", 3), seeds=[17])
+    for field in ("final_regret", "curves", "phases", "uploads", "depth", "recommendation"):
+        np.testing.assert_array_equal(getattr(alone, field)[0], getattr(uniform_pulls, field)[17])
+
+
 def test_compensated_sums_do_not_stall():
     """A float32 running sum of 1.0 stops growing at 2^24; explicit sampling adds up to n ~ 1e9
     rewards per node, so it sums with compensation."""
