@@ -67,7 +67,7 @@ def test_every_sampler_is_exact_without_noise(sampling, T):
         _compare(res, i, ref)
 
 
-@pytest.mark.parametrize("T", [1, 2, 7, 999, 1001])
+@pytest.mark.parametrize("T", [1, 7, 1001])
 def test_short_and_cut_horizons(T):
     config = fp.FedPNEConfig(num_clients=2, horizon=T, split="longest", noise="none", checkpoints=5)
     objective = make("garland", 2)
