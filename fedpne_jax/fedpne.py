@@ -93,13 +93,16 @@ def _executable(static, params, objective, base_seed, seed_ids):
     return _compiled[signature][0], 0.0
 
 
+def _device_args(params, base_seed, seed_ids):
+    """run_batch's dynamic arguments as device arrays (inside the run's x64 setting)."""
+    return jax.tree.map(jnp.asarray, params), jnp.int32(base_seed), jnp.asarray(seed_ids, jnp.int32)
+
+
 def _execute(static, params, objective, base_seed: int, seed_ids: np.ndarray):
     """(outputs as numpy, compile seconds, run seconds)."""
     # float64 runs trace, compile and execute with 64-bit types enabled for this call only.
     with jax.enable_x64(static.real == "float64"):
-        base = jnp.int32(base_seed)
-        ids = jnp.asarray(seed_ids, jnp.int32)
-        params = jax.tree.map(jnp.asarray, params)
+        params, base, ids = _device_args(params, base_seed, seed_ids)
         if jax.config.jax_disable_jit:
             start = time.perf_counter()
             out = run_batch(static, params, objective, base, ids)
@@ -117,8 +120,8 @@ def compiled_memory(config: FedPNEConfig, objective, seeds: int, capacity: int |
     depth = depth_limit(config)
     static = make_static(config, objective, capacity or initial_capacity(config), depth, seeds=seeds)
     with jax.enable_x64(static.real == "float64"):
-        params = jax.tree.map(jnp.asarray, make_params(config, depth))
-        exe, _ = _executable(static, params, objective, jnp.int32(0), jnp.arange(seeds, dtype=jnp.int32))
+        params, base, ids = _device_args(make_params(config, depth), 0, np.arange(seeds))
+        exe, _ = _executable(static, params, objective, base, ids)
         return exe.memory_analysis()
 
 

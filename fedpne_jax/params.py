@@ -92,9 +92,9 @@ def check_feasible(config: FedPNEConfig) -> None:
     if first_phase_size(config, MAX_CAPACITY) > MAX_CAPACITY:
         raise ValueError(f"rho={config.rho}, c={config.c_value}: tau_h <= 1 (or |K| tau_h <= M) down to a depth "
                          f"where the first phase alone has more than {MAX_CAPACITY} nodes; raise c or lower rho")
-    if depth_limit(config) > MAX_DEPTH:
-        raise ValueError(f"rho={config.rho}: the run could reach depth {depth_limit(config)} > {MAX_DEPTH}; "
-                         f"lower rho")
+    depth = depth_limit(config)
+    if depth > MAX_DEPTH:
+        raise ValueError(f"rho={config.rho}: the run could reach depth {depth} > {MAX_DEPTH}; lower rho")
 
 
 def initial_capacity(config: FedPNEConfig) -> int:

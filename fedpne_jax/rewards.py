@@ -53,10 +53,12 @@ def _has_gauss(static: Static) -> bool:
     return static.noise_kind == "gaussian" or static.dp
 
 
-def _value_flags(static: Static, values, used):
+def _value_flags(static: Static, values, used, rewards: bool = True):
+    """FLAG_NONFINITE if a used value is NaN/inf; with ``rewards`` (values that become Bernoulli
+    rewards) also FLAG_RANGE if one lies outside [0, 1]."""
     bad = jnp.any(used & ~jnp.isfinite(values))
     flags = jnp.where(bad, FLAG_NONFINITE, 0)
-    if static.noise_kind == "bernoulli":
+    if rewards and static.noise_kind == "bernoulli":
         out = jnp.any(used & ((values < 0.0) | (values > 1.0)))
         flags = flags | jnp.where(out, FLAG_RANGE, 0)
     return flags.astype(jnp.int32)
@@ -104,7 +106,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     regret = jnp.where(used, gap * pulls.astype(gap.dtype), 0.0)
     row = jnp.minimum(jc, static.capacity - 1)
     partial = jnp.where(part > 0, gap[row] * part.astype(gap.dtype), 0.0)
-    flags = _value_flags(static, g, used) & FLAG_NONFINITE
+    flags = _value_flags(static, g, used, rewards=False)
     dt = static.float_dtype
     if static.sampling == "aggregate":
         scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
@@ -184,7 +186,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         rewards, gaps, values = jax.vmap(jax.vmap(one_pull), in_axes=(None, 0))(rows, u)   # (B, cap, ...)
         valid = s[:, None] < pulls[None, :]                                 # (B, cap)
         flags = flags | _value_flags(static, values, valid[..., None]) \
-            | (_value_flags(static, gaps, valid[..., None]) & FLAG_NONFINITE)
+            | _value_flags(static, gaps, valid[..., None], rewards=False)
         mean_gap = jnp.where(valid, pairwise_mean(gaps), 0.0)             # (B, cap)
         in_part = s[:, None] < part[None, :]                                # (B, C)
 
