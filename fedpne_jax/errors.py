@@ -1,4 +1,15 @@
-"""Errors the engine raises after a run, when a run's flags say its numbers cannot be trusted."""
+"""Errors raised after a run, when a run's flags say its numbers cannot be trusted.
+
+Compiled runs cannot raise; they set FLAG_* bits instead, and the host turns them into these errors.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+FLAG_CAPACITY = 1     # a node table overflowed
+FLAG_DEPTH = 2        # a run went deeper than the host-computed tables
+FLAG_NONFINITE = 4    # the objective returned NaN or inf at a point that was used
+FLAG_RANGE = 8        # a value outside [0, 1] met Bernoulli rewards
 
 
 class CapacityError(RuntimeError):
@@ -7,3 +18,14 @@ class CapacityError(RuntimeError):
 
 class ObjectiveError(ValueError):
     """The objective returned NaN/inf, or a value a reward model cannot use (Bernoulli outside [0, 1])."""
+
+
+def raise_for_objective(name: str, flags: np.ndarray, seed_ids: np.ndarray) -> None:
+    """ObjectiveError naming the objective and the seeds whose runs saw bad values."""
+    bad = np.asarray(flags) & (FLAG_NONFINITE | FLAG_RANGE)
+    if np.any(bad):
+        which = np.asarray(seed_ids)[bad != 0]
+        what = ("returned NaN or inf" if np.any(bad & FLAG_NONFINITE)
+                else "returned values outside [0, 1], which Bernoulli rewards cannot use")
+        raise ObjectiveError(f"objective {name!r} {what} (seeds {which[:10].tolist()}"
+                             f"{' ...' if which.size > 10 else ''}); no result was produced")

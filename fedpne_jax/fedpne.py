@@ -11,16 +11,16 @@ seeds run beside it.
 """
 from __future__ import annotations
 
-import time
 from typing import NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax import phase as phase_lib
+from fedpne_jax import driver, phase as phase_lib
+from fedpne_jax.driver import seed_key, trace_count  # noqa: F401  (public names)
 from fedpne_jax.config import FedPNEConfig
-from fedpne_jax.errors import CapacityError, ObjectiveError
+from fedpne_jax.errors import CapacityError, raise_for_objective
 from fedpne_jax.params import (MAX_CAPACITY, Params, Static, check_feasible, depth_limit, initial_capacity,
                                make_params, make_static)
 from fedpne_jax.result import RunResult
@@ -52,65 +52,14 @@ def run_single(static: Static, params: Params, objective, key) -> RunOutput:
                      state.recommendation, state.max_active, state.flags)
 
 
-def seed_key(base_seed: int, seed: int):
-    """The key of seed index ``seed``: fold_in(key(base_seed), seed)."""
-    return jax.random.fold_in(jax.random.key(base_seed), seed)
-
-
 def run_keys(key):
     """(partition key, sampling key) of a run: the partition never shares randomness with rewards."""
     return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
 
-_TRACES = [0]
-
-
-def trace_count() -> int:
-    """How many times run_batch has been traced in this process (tests use it to catch recompiles)."""
-    return _TRACES[0]
-
-
 def run_batch(static: Static, params: Params, objective, base_seed, seed_ids) -> RunOutput:
     """All seeds ``seed_ids`` of one configuration, vmapped."""
-    _TRACES[0] += 1
-    keys = jax.vmap(lambda i: seed_key(base_seed, i))(seed_ids)
-    return jax.vmap(run_single, in_axes=(None, None, None, 0))(static, params, objective, keys)
-
-
-_jitted = jax.jit(run_batch, static_argnums=0)
-_compiled: dict = {}
-
-
-def _executable(static, params, objective, base_seed, seed_ids):
-    """AOT-compiled run_batch for these shapes; compiled at most once per process."""
-    leaves, treedef = jax.tree.flatten((params, objective))
-    signature = (static, treedef, tuple((np.shape(x), np.asarray(x).dtype.str) for x in leaves), seed_ids.shape)
-    if signature not in _compiled:
-        start = time.perf_counter()
-        exe = _jitted.lower(static, params, objective, base_seed, seed_ids).compile()
-        _compiled[signature] = (exe, time.perf_counter() - start)
-        return exe, _compiled[signature][1]
-    return _compiled[signature][0], 0.0
-
-
-def _device_args(params, base_seed, seed_ids):
-    """run_batch's dynamic arguments as device arrays (inside the run's x64 setting)."""
-    return jax.tree.map(jnp.asarray, params), jnp.int32(base_seed), jnp.asarray(seed_ids, jnp.int32)
-
-
-def _execute(static, params, objective, base_seed: int, seed_ids: np.ndarray):
-    """(outputs as numpy, compile seconds, run seconds)."""
-    # float64 runs trace, compile and execute with 64-bit types enabled for this call only.
-    with jax.enable_x64(static.real == "float64"):
-        params, base, ids = _device_args(params, base_seed, seed_ids)
-        if jax.config.jax_disable_jit:
-            start = time.perf_counter()
-            out = run_batch(static, params, objective, base, ids)
-            return jax.tree.map(np.asarray, out), 0.0, time.perf_counter() - start
-        exe, compile_s = _executable(static, params, objective, base, ids)
-        start = time.perf_counter()
-        out = jax.block_until_ready(exe(params, objective, base, ids))
-        return jax.tree.map(np.asarray, out), compile_s, time.perf_counter() - start
+    return driver.batch(run_single, static, params, objective, base_seed, seed_ids)
 
 
 def compiled_memory(config: FedPNEConfig, objective, seeds: int, capacity: int | None = None):
@@ -119,26 +68,7 @@ def compiled_memory(config: FedPNEConfig, objective, seeds: int, capacity: int |
     check_inputs(config, objective)
     depth = depth_limit(config)
     static = make_static(config, objective, capacity or initial_capacity(config), depth, seeds=seeds)
-    with jax.enable_x64(static.real == "float64"):
-        params, base, ids = _device_args(make_params(config, depth), 0, np.arange(seeds))
-        exe, _ = _executable(static, params, objective, base, ids)
-        return exe.memory_analysis()
-
-
-def _seed_ids(seeds) -> np.ndarray:
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-        if seeds < 1:
-            raise ValueError(f"seeds must be >= 1, got {seeds}")
-        return np.arange(int(seeds), dtype=np.int64)
-    try:
-        ids = np.asarray(list(seeds))
-    except TypeError:
-        raise ValueError(f"seeds must be a count >= 1 or a sequence of seed indices, got {seeds!r}") from None
-    if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) \
-            or np.any(ids > 2**31 - 1):
-        raise ValueError(f"seeds must be a count >= 1 or a non-empty sequence of int32 seed indices >= 0, "
-                         f"got {seeds!r}")
-    return ids.astype(np.int64)
+    return driver.memory(run_single, static, make_params(config, depth), objective, seeds)
 
 
 def check_inputs(config: FedPNEConfig, objective) -> None:
@@ -168,9 +98,8 @@ def run(config: FedPNEConfig, objective, seeds: int | Sequence[int] = 1, base_se
     raise CapacityError).
     """
     check_inputs(config, objective)
-    ids = _seed_ids(seeds)
-    if not isinstance(base_seed, (int, np.integer)) or not (0 <= base_seed <= 2**31 - 1):
-        raise ValueError(f"base_seed must be an int in [0, 2^31 - 1], got {base_seed!r}")
+    ids = driver.seed_ids(seeds)
+    base_seed = driver.check_base_seed(base_seed)
     depth = depth_limit(config)
     capacity = initial_capacity(config)
     params = make_params(config, depth)
@@ -179,15 +108,9 @@ def run(config: FedPNEConfig, objective, seeds: int | Sequence[int] = 1, base_se
     compile_s = run_s = 0.0
     while pending.size:
         static = make_static(config, objective, capacity, depth, seeds=pending.size)
-        out, c_s, r_s = _execute(static, params, objective, int(base_seed), pending)
+        out, c_s, r_s = driver.execute(run_single, static, params, objective, base_seed, pending)
         compile_s, run_s = compile_s + c_s, run_s + r_s
-        bad = out.flags & (phase_lib.FLAG_NONFINITE | phase_lib.FLAG_RANGE)
-        if np.any(bad):
-            which = pending[bad != 0]
-            what = ("returned NaN or inf" if np.any(bad & phase_lib.FLAG_NONFINITE)
-                    else "returned values outside [0, 1], which Bernoulli rewards cannot use")
-            raise ObjectiveError(f"objective {objective.name!r} {what} (seeds {which[:10].tolist()}"
-                                 f"{' ...' if which.size > 10 else ''}); no result was produced")
+        raise_for_objective(objective.name, out.flags, pending)
         for i, seed in enumerate(pending):
             if out.flags[i] == 0:
                 outputs[int(seed)] = jax.tree.map(lambda a: a[i], out)

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fedpne_jax import checkpoints
 from fedpne_jax.config import FedPNEConfig
 
 TAU_SATURATION = 2**62    # above M (T + 1) for any int32 horizon and M, so n_h saturates at T + 1
@@ -181,8 +182,7 @@ class Static:
     @property
     def checkpoint_rounds(self) -> np.ndarray:
         """C evenly spaced rounds ceil(c T / C), c = 1..C; the last is T."""
-        c = np.arange(1, self.checkpoints + 1, dtype=np.int64)
-        return ((c * self.horizon + self.checkpoints - 1) // self.checkpoints).astype(np.int32)
+        return checkpoints.rounds(self.horizon, self.checkpoints)
 
 
 def pull_chunk(config: FedPNEConfig, dim: int, capacity: int, seeds: int) -> int:

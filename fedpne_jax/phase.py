@@ -21,10 +21,7 @@ import jax.numpy as jnp
 from fedpne_jax import partition, rewards
 from fedpne_jax.params import Params, Static
 
-FLAG_CAPACITY = 1
-FLAG_DEPTH = 2
-FLAG_NONFINITE = rewards.FLAG_NONFINITE
-FLAG_RANGE = rewards.FLAG_RANGE
+from fedpne_jax.errors import FLAG_CAPACITY, FLAG_DEPTH, FLAG_NONFINITE, FLAG_RANGE  # noqa: F401
 
 
 class RunState(NamedTuple):

@@ -10,44 +10,70 @@ import jax
 import numpy as np
 
 
+# How results and plots name the algorithms.
+LABELS = {"fedpne": "Fed-PNE", "dp-fedpne": "Fed-PNE (DP)", "hct": "HCT", "hoo": "T-HOO", "fed1ucb": "Fed1-UCB",
+          "kernelts": "KernelTS", "gpucb": "GP-UCB", "bo": "BO", "bbo": "BBO", "fnucb": "FN-UCB"}
+
+
 @dataclasses.dataclass(frozen=True)
 class RunResult:
-    """Per-seed metrics of one configuration.
+    """Per-seed results of one algorithm on one configuration.
 
-    Regret is the per-client average cumulative regret R(t)/M, R(t) = sum_{s<=t} sum_m (f* - f(x_m,s))
-    with f the global objective at the point client m pulled.
+    Regret is cumulative, R(t) = sum_{s<=t} (f* - f(x_s)) with f the global objective at the point
+    pulled in round s.  Federated algorithms report the per-client average R(t)/M,
+    R(t) = sum_{s<=t} sum_m (f* - f(x_m,s)); centralized ones pull once per round, so their curves
+    compare with the federated per-client averages round for round.
+
+    ``metrics`` holds the algorithm's other per-seed numbers (Fed-PNE: phases, uploads, depth,
+    recommendation, max_active); they are also attributes (``result.phases``).
     """
 
-    config: dict                 # every resolved parameter
+    algorithm: str               # "fedpne", "dp-fedpne", "hct", ...
+    config: dict                 # every resolved parameter, with the objective's name, box and f*
     objective: str
     seeds: np.ndarray            # (S,) seed indices
     base_seed: int
     checkpoints: np.ndarray      # (C,) rounds
-    curves: np.ndarray           # (S, C) R/M at the checkpoints
-    final_regret: np.ndarray     # (S,) R(T)/M
-    phases: np.ndarray           # (S,) communication rounds (uploaded phases)
-    uploads: np.ndarray          # (S,) uploaded scalars sum_p M |K^p|
-    depth: np.ndarray            # (S,) depth of the last phase that pulled
-    recommendation: np.ndarray   # (S, D) centre of the best node of the last completed phase
-    max_active: np.ndarray       # (S,) largest active set
-    capacity: int
+    curves: np.ndarray           # (S, C) regret at the checkpoints
+    final_regret: np.ndarray     # (S,) regret at round T
+    metrics: dict                # name -> (S, ...) array
     compile_seconds: float
     run_seconds: float
 
+    def __getattr__(self, name):
+        metrics = self.__dict__.get("metrics") or {}
+        if name in metrics:
+            return metrics[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute or metric {name!r}")
+
     @classmethod
     def from_outputs(cls, config, objective, ids, base_seed, out, static, compile_seconds, run_seconds):
+        """Fed-PNE's result from the engine's stacked outputs."""
         resolved = config.resolved()
-        resolved.update(objective=objective.name, dim=objective.dim, lo=list(objective.lo),
-                        hi=list(objective.hi), f_star=objective.f_star, capacity=static.capacity,
-                        depth_limit=static.depth)
-        return cls(config=resolved, objective=objective.name, seeds=np.asarray(ids), base_seed=base_seed,
-                   checkpoints=static.checkpoint_rounds.astype(np.int64),
-                   curves=np.asarray(out.curve, np.float64), final_regret=np.asarray(out.final_regret, np.float64),
-                   phases=np.asarray(out.phases, np.int64),
-                   uploads=np.asarray(out.uploads, np.int64) * config.num_clients,
-                   depth=np.asarray(out.depth, np.int64), recommendation=np.asarray(out.recommendation, np.float64),
-                   max_active=np.asarray(out.max_active, np.int64), capacity=static.capacity,
+        resolved.update(capacity=static.capacity, depth_limit=static.depth)
+        metrics = dict(phases=np.asarray(out.phases, np.int64),
+                       uploads=np.asarray(out.uploads, np.int64) * config.num_clients,
+                       depth=np.asarray(out.depth, np.int64),
+                       recommendation=np.asarray(out.recommendation, np.float64),
+                       max_active=np.asarray(out.max_active, np.int64))
+        return cls.build("dp-fedpne" if config.dp else "fedpne", resolved, objective, ids, base_seed,
+                         static.checkpoint_rounds, out.curve, out.final_regret, metrics,
+                         compile_seconds, run_seconds)
+
+    @classmethod
+    def build(cls, algorithm, resolved: dict, objective, ids, base_seed, checkpoint_rounds, curves,
+              final_regret, metrics, compile_seconds, run_seconds):
+        resolved = dict(resolved, objective=objective.name, dim=objective.dim, lo=list(objective.lo),
+                        hi=list(objective.hi), f_star=objective.f_star)
+        return cls(algorithm=algorithm, config=resolved, objective=objective.name, seeds=np.asarray(ids),
+                   base_seed=int(base_seed), checkpoints=np.asarray(checkpoint_rounds, np.int64),
+                   curves=np.asarray(curves, np.float64), final_regret=np.asarray(final_regret, np.float64),
+                   metrics={k: np.asarray(v) for k, v in metrics.items()},
                    compile_seconds=float(compile_seconds), run_seconds=float(run_seconds))
+
+    @property
+    def capacity(self):
+        return self.config.get("capacity")
 
     @property
     def num_seeds(self) -> int:
@@ -68,21 +94,29 @@ class RunResult:
     def summary(self) -> str:
         f = self.final_regret
         std = f.std(ddof=1) if f.size > 1 else 0.0
-        return "\n".join([
-            f"Fed-PNE{' (DP)' if self.config['dp'] else ''} on {self.objective}: M={self.config['num_clients']} "
-            f"T={self.config['horizon']} seeds={self.num_seeds} device={device_name()}",
-            f"  final per-client regret R(T)/M: {f.mean():.6g} ± {std:.4g} (mean ± std over seeds)",
-            f"  phases (communication rounds): {self.phases.mean():.3g} (min {self.phases.min()}, "
-            f"max {self.phases.max()})",
-            f"  uploaded scalars: {self.uploads.mean():.6g}   depth reached: {self.depth.mean():.3g} "
-            f"(max {self.depth.max()})",
-            f"  compile {self.compile_seconds:.3f} s, run {self.run_seconds:.3f} s, "
-            f"{self.runs_per_second:.1f} runs/s (capacity {self.capacity})",
-        ])
+        c = self.config
+        clients = f"M={c['num_clients']} " if "num_clients" in c else ""
+        kind = "per-client regret R(T)/M" if "num_clients" in c else "regret R(T)"
+        lines = [f"{LABELS.get(self.algorithm, self.algorithm)} on {self.objective}: {clients}T={c['horizon']} seeds={self.num_seeds} "
+                 f"device={device_name()}",
+                 f"  final {kind}: {f.mean():.6g} ± {std:.4g} (mean ± std over seeds)"]
+        m = self.metrics
+        if "phases" in m:
+            lines.append(f"  phases (communication rounds): {m['phases'].mean():.3g} (min {m['phases'].min()}, "
+                         f"max {m['phases'].max()})")
+        if "uploads" in m:
+            lines.append(f"  uploaded scalars: {m['uploads'].mean():.6g}" + (
+                f"   depth reached: {m['depth'].mean():.3g} (max {m['depth'].max()})" if "depth" in m else ""))
+        lines.append(f"  compile {self.compile_seconds:.3f} s, run {self.run_seconds:.3f} s, "
+                     f"{self.runs_per_second:.1f} runs/s" + (f" (capacity {self.capacity})" if self.capacity else ""))
+        return "\n".join(lines)
 
     def to_dict(self) -> dict:
+        per_seed = {"final_regret": self.final_regret.tolist()}
+        per_seed.update({k: v.tolist() for k, v in self.metrics.items() if k != "max_active"})
+        per_seed["curves"] = self.curves.tolist()
         return {
-            "algorithm": "dp-fedpne" if self.config["dp"] else "fedpne",
+            "algorithm": self.algorithm,
             "config": self.config,
             "versions": versions(),
             "device": device_name(),
@@ -91,14 +125,7 @@ class RunResult:
             "checkpoints": self.checkpoints.tolist(),
             "regret_mean": self.regret_mean.tolist(),
             "regret_std": self.regret_std.tolist(),
-            "per_seed": {
-                "final_regret": self.final_regret.tolist(),
-                "phases": self.phases.tolist(),
-                "uploads": self.uploads.tolist(),
-                "depth": self.depth.tolist(),
-                "recommendation": self.recommendation.tolist(),
-                "curves": self.curves.tolist(),
-            },
+            "per_seed": per_seed,
             "timing": {"compile_seconds": self.compile_seconds, "run_seconds": self.run_seconds,
                        "runs_per_second": self.runs_per_second},
         }

@@ -26,10 +26,8 @@ import jax.numpy as jnp
 
 from fedpne_jax.ordered import pairwise_mean
 from fedpne_jax.params import Params, Static
-from fedpne_jax import partition
+from fedpne_jax import noise, partition
 
-FLAG_NONFINITE = 4
-FLAG_RANGE = 8
 
 
 class Estimate(NamedTuple):
@@ -54,14 +52,7 @@ def _has_gauss(static: Static) -> bool:
 
 
 def _value_flags(static: Static, values, used, rewards: bool = True):
-    """FLAG_NONFINITE if a used value is NaN/inf; with ``rewards`` (values that become Bernoulli
-    rewards) also FLAG_RANGE if one lies outside [0, 1]."""
-    bad = jnp.any(used & ~jnp.isfinite(values))
-    flags = jnp.where(bad, FLAG_NONFINITE, 0)
-    if rewards and static.noise_kind == "bernoulli":
-        out = jnp.any(used & ((values < 0.0) | (values > 1.0)))
-        flags = flags | jnp.where(out, FLAG_RANGE, 0)
-    return flags.astype(jnp.int32)
+    return noise.value_flags(static.noise_kind, values, used, rewards)
 
 
 ROW_BLOCK = 16
@@ -77,13 +68,6 @@ def _row_draws(static: Static, key, draw, *row_args):
             for a in row_args]
     out = jax.vmap(lambda b, *xs: draw(jax.random.fold_in(key, b), *xs))(jnp.arange(blocks), *args)
     return out.reshape((blocks * ROW_BLOCK,) + out.shape[2:])[:static.capacity]
-
-
-def _standard_normal(u):
-    """N(0, 1) from U[0, 1) by the inverse CDF, as jax.random.normal does: 2u - 1 is kept above -1
-    (by one ulp; -1 + tiny rounds back to -1) so that u = 0, drawn once in 2^23, is not -inf."""
-    lowest = jnp.nextafter(jnp.asarray(-1.0, u.dtype), jnp.asarray(0.0, u.dtype))
-    return jnp.sqrt(2.0).astype(u.dtype) * jax.lax.erf_inv(jnp.maximum(2.0 * u - 1.0, lowest))
 
 
 def _client_mean(static: Static, params: Params, value, n, successes, z):
@@ -135,15 +119,8 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
 
 def _pull_rewards(static: Static, params: Params, values, u_noise, u_gauss):
     """Rewards of one pull on every client, from the local values and the pull's uniforms."""
-    if static.noise_kind == "bernoulli":
-        r = (u_noise < values).astype(values.dtype)
-    elif static.noise_kind == "uniform":
-        r = values + params.noise_scale * (2.0 * u_noise - 1.0)
-    else:
-        r = values
-    if _has_gauss(static):
-        r = r + jnp.sqrt(_gauss_var(static, params)) * _standard_normal(u_gauss)
-    return r
+    gauss_var = _gauss_var(static, params) if _has_gauss(static) else None
+    return noise.reward(static.noise_kind, params.noise_scale, gauss_var, values, u_noise, u_gauss)
 
 
 def _compensated_add(acc, x):
