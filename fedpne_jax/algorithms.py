@@ -1,0 +1,42 @@
+"""Every algorithm by name: ``run(name, config, objective, seeds)`` and ``config_type(name)``.
+
+Fed-PNE and DP-Fed-PNE run through :func:`fedpne_jax.fedpne.run` (its node table grows on demand);
+the baselines through :func:`fedpne_jax.baseline.run_algorithm`.  Baseline modules are imported on
+first use.
+"""
+from __future__ import annotations
+
+import importlib
+
+from fedpne_jax.config import FedPNEConfig
+
+BASELINES = {
+    "hct": "fedpne_jax.baselines.hct",
+    "hoo": "fedpne_jax.baselines.hoo",
+    "fed1ucb": "fedpne_jax.baselines.fed1ucb",
+    "kernelts": "fedpne_jax.baselines.kernelts",
+    "gpucb": "fedpne_jax.baselines.gpucb",
+    "bo": "fedpne_jax.baselines.bo",
+    "bbo": "fedpne_jax.baselines.bbo",
+    "fnucb": "fedpne_jax.baselines.fnucb",
+}
+NAMES = ("fedpne",) + tuple(BASELINES)
+
+
+def baseline(name: str):
+    """The :class:`fedpne_jax.baseline.Algorithm` of a baseline."""
+    if name not in BASELINES:
+        raise ValueError(f"algorithm must be one of {NAMES}, got {name!r}")
+    return importlib.import_module(BASELINES[name]).ALGORITHM
+
+
+def config_type(name: str) -> type:
+    return FedPNEConfig if name == "fedpne" else baseline(name).config_type
+
+
+def run(name: str, config, objective, seeds=1, base_seed: int = 0, **kwargs):
+    if name == "fedpne":
+        from fedpne_jax.fedpne import run as run_fedpne
+        return run_fedpne(config, objective, seeds=seeds, base_seed=base_seed, **kwargs)
+    from fedpne_jax.baseline import run_algorithm
+    return run_algorithm(baseline(name), config, objective, seeds=seeds, base_seed=base_seed)
