@@ -40,3 +40,33 @@ def run(name: str, config, objective, seeds=1, base_seed: int = 0, **kwargs):
         return run_fedpne(config, objective, seeds=seeds, base_seed=base_seed, **kwargs)
     from fedpne_jax.baseline import run_algorithm
     return run_algorithm(baseline(name), config, objective, seeds=seeds, base_seed=base_seed)
+
+
+def parse_value(text: str):
+    """A command-line or sweep-file value: int, float, bool, none, else the string itself.  The config's
+    own validation then rejects a value of the wrong kind, naming the parameter."""
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def make_config(name: str, **options):
+    """The config of algorithm ``name`` from keyword options; an option the algorithm does not have
+    raises ValueError listing the ones it has."""
+    import dataclasses
+
+    cls = config_type(name)
+    fields = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(options) - set(fields))
+    if unknown:
+        raise ValueError(f"algorithm {name!r} has no parameter {', '.join(map(repr, unknown))}; "
+                         f"its parameters are {', '.join(fields)}")
+    return cls(**options)
