@@ -13,12 +13,16 @@ A baseline is one module (``fedpne_jax/baselines/<name>.py``) exposing an :class
   in ``metrics``.
 
 :func:`run_algorithm` vmaps ``run_single`` over seeds through :mod:`fedpne_jax.driver` (the same
-keys, compile cache and x64 handling as Fed-PNE) and returns a :class:`RunResult`.
+keys, compile cache, sharding and x64 handling as Fed-PNE) and returns a :class:`RunResult`;
+:func:`run_pairs` runs (configuration, seed) pairs of a hyper-parameter grid in one program.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Callable, Optional, Sequence
+
+import jax
+import numpy as np
 
 from fedpne_jax import checkpoints, driver
 from fedpne_jax.config import MAX_HORIZON, parse_noise
@@ -93,19 +97,45 @@ def check_inputs(algorithm: Algorithm, config, objective) -> None:
 
 
 def run_algorithm(algorithm: Algorithm, config, objective, seeds: int | Sequence[int] = 1,
-                  base_seed: int = 0) -> RunResult:
+                  base_seed: int = 0, devices=None) -> RunResult:
     """Run a baseline for the given seeds (a count S, or seed indices) in one compiled call."""
     check_inputs(algorithm, config, objective)
     ids = driver.seed_ids(seeds)
+    return run_pairs(algorithm, [config], objective, np.zeros(ids.size, np.int64), ids, base_seed, devices)[0]
+
+
+def _stack(tables: list):
+    return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *tables)
+
+
+def run_pairs(algorithm: Algorithm, configs: Sequence, objective, grid_index, seed_ids, base_seed: int = 0,
+              devices=None, pad_to: int | None = None) -> list:
+    """Runs given as (configuration, seed) pairs in one compiled program: run j is seed ``seed_ids[j]``
+    of ``configs[grid_index[j]]`` (checked configurations sharing one ``make_static``; their Params are
+    stacked along a grid axis).  One RunResult per configuration (None for one without runs), with
+    compile and run seconds shared out in proportion to the runs."""
+    grid_index, ids = np.asarray(grid_index, np.int64), driver.seed_ids(seed_ids)
     base_seed = driver.check_base_seed(base_seed)
-    static = algorithm.make_static(config, objective)
-    out, compile_s, run_s = driver.execute(algorithm.run_single, static, algorithm.make_params(config),
-                                           objective, base_seed, ids)
+    single = len(configs) == 1
+    params = algorithm.make_params(configs[0]) if single else _stack([algorithm.make_params(c) for c in configs])
+    out, compile_s, run_s = driver.execute(algorithm.run_single, algorithm.make_static(configs[0], objective), params,
+                                           objective, base_seed, ids, grid_index=None if single else grid_index,
+                                           devices=devices, pad_to=pad_to)
     raise_for_objective(objective.name, out.flags, ids)
     if (out.flags & FLAG_CAPACITY).any():
         raise CapacityError(f"{algorithm.name}: a fixed-size table overflowed (seeds "
                             f"{ids[(out.flags & FLAG_CAPACITY) != 0][:10].tolist()}); this is a bug: "
                             f"tables are sized so that they cannot")
-    metrics = {name: getattr(out, name) for name in algorithm.metrics}
-    return RunResult.build(algorithm.name, config.resolved(), objective, ids, base_seed, config.checkpoint_rounds,
-                           out.curve, out.final_regret, metrics, compile_s, run_s)
+    results = []
+    for g, config in enumerate(configs):
+        mine = np.flatnonzero(grid_index == g)
+        if not mine.size:
+            results.append(None)
+            continue
+        share = mine.size / ids.size
+        metrics = {m: np.asarray(getattr(out, m))[mine] for m in algorithm.metrics}
+        results.append(RunResult.build(algorithm.name, config.resolved(), objective, ids[mine], base_seed,
+                                       config.checkpoint_rounds, np.asarray(out.curve)[mine],
+                                       np.asarray(out.final_regret)[mine], metrics,
+                                       compile_s * share, run_s * share))
+    return results

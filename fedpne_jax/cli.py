@@ -1,4 +1,4 @@
-"""Command line: ``fedpne run ...`` (also ``python -m fedpne_jax run ...``)."""
+"""Command line: ``fedpne run ...`` and ``fedpne sweep ...`` (also ``python -m fedpne_jax ...``)."""
 from __future__ import annotations
 
 import argparse
@@ -39,6 +39,44 @@ def _run_parser(sub):
     p.add_argument("--capacity", type=int, default=None, help="initial node-table capacity (default: from config)")
     p.add_argument("--no-grow", action="store_true", help="fail instead of growing a full node table")
     p.add_argument("--output", default=None, help="write the result as JSON to this file")
+    _device_options(p)
+    return p
+
+
+def _device_options(p):
+    p.add_argument("--devices", default="all",
+                   help="shard the runs over all visible devices or the first N (results do not depend on it)")
+    g = p.add_argument_group("multi-host (jax.distributed.initialize; run the same command in every process)")
+    g.add_argument("--distributed", action="store_true",
+                   help="call jax.distributed.initialize() first (arguments below, or detected from SLURM/MPI)")
+    g.add_argument("--coordinator", default=None, help="HOST:PORT of process 0")
+    g.add_argument("--num-processes", type=int, default=None)
+    g.add_argument("--process-id", type=int, default=None)
+
+
+def _sweep_parser(sub):
+    p = sub.add_parser("sweep", help="run a sweep (objectives x algorithms x M x T x grid x seeds) into a folder",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Run a sweep described by a TOML/JSON file (see fedpne_jax.sweep) and/or the "
+                                   "options below into a results folder; rerunning finishes an interrupted sweep.")
+    p.add_argument("file", nargs="?", default=None, help="sweep definition (.toml or .json)")
+    p.add_argument("--out", required=True, help="results folder (created; a rerun resumes it)")
+    p.add_argument("--memory-gb", type=float, default=2.0,
+                   help="memory budget per device for one call's XLA buffers; sizes the chunks")
+    p.add_argument("--chunk-runs", type=int, default=None, help="runs per call instead of sizing from --memory-gb")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true",
+                   help="discard results of a different definition in --out instead of refusing")
+    p.add_argument("--objectives", default=None, help="comma-separated, e.g. garland,doublesine")
+    p.add_argument("--algorithms", default=None, help="comma-separated, e.g. fedpne")
+    p.add_argument("--clients", default=None, help="comma-separated M values")
+    p.add_argument("--horizon", default=None, help="comma-separated T values")
+    p.add_argument("--seeds", type=int, default=None, help="number of seeds")
+    p.add_argument("--seed", type=int, default=None, help="base seed")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a fixed parameter (repeatable)")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="a swept parameter (repeatable; the product is swept)")
+    _device_options(p)
     return p
 
 
@@ -46,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
+    _sweep_parser(sub)
     return parser
 
 
@@ -65,7 +104,11 @@ def cmd_run(args) -> int:
         dp_epsilon=args.dp_epsilon, dp_delta=args.dp_delta, checkpoints=args.checkpoints, capacity=args.capacity)
     objective = objectives.make_objective(args.objective, num_clients=args.clients,
                                           heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim)
-    result = run(config, objective, seeds=args.seeds, base_seed=args.seed, grow=not args.no_grow)
+    result = run(config, objective, seeds=args.seeds, base_seed=args.seed, grow=not args.no_grow,
+                 devices=_devices(args.devices))
+    import jax
+    if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
+        return 0
     print(result.summary())
     if args.output:
         result.write_json(args.output)
@@ -73,10 +116,39 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _devices(spec: str):
+    from fedpne_jax import sharding
+    return sharding.select_devices(spec)
+
+
+def cmd_sweep(args) -> int:
+    from fedpne_jax import sweep as sweep_lib
+    from fedpne_jax.load import load_sweep
+    from fedpne_jax.runner import run_sweep
+
+    base = sweep_lib.read(args.file) if args.file else None
+    raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
+                                 horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
+                                 grid=args.grid, base=base)
+    report = run_sweep(raw, args.out, memory_gb=args.memory_gb, devices=_devices(args.devices),
+                       progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite)
+    import jax
+    if jax.process_index() == 0:
+        print(report.summary())
+        if report.configs <= 50:
+            print(load_sweep(args.out).table())
+        else:
+            print(f"read the results with fedpne_jax.load_sweep({args.out!r})")
+    return 0
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return cmd_run(args)
+        if args.distributed:
+            from fedpne_jax import sharding
+            sharding.initialize(args.coordinator, args.num_processes, args.process_id)
+        return cmd_sweep(args) if args.command == "sweep" else cmd_run(args)
     except (ValueError, CapacityError, ObjectiveError) as err:
         print(f"fedpne: error: {err}", file=sys.stderr)
         return 2

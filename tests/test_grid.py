@@ -1,0 +1,92 @@
+"""A grid of hyper-parameters runs in one compiled program and equals separate runs number for number."""
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+from fedpne_jax import fedpne, grid
+from helpers import make
+
+# c values chosen with one depth limit, so the three separate runs also share one program.
+CONFIG = fp.FedPNEConfig(num_clients=3, horizon=600, noise="gaussian:0.3", checkpoints=4, capacity=32)
+C_VALUES = [0.07, 0.1, 0.12]
+SEEDS = 8
+
+
+def objective():
+    return make("himmelblau", 3, dim=2)
+
+
+def fields(res):
+    return [res.final_regret, res.curves] + [res.metrics[k] for k in sorted(res.metrics)]
+
+
+def assert_same(a, b):
+    for x, y in zip(fields(a), fields(b)):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.fixture(scope="module")
+def grid_results():
+    traces = fp.trace_count()
+    results = fp.run_grid(grid.product(CONFIG, c=C_VALUES), objective(), seeds=SEEDS, base_seed=3)
+    return results, fp.trace_count() - traces
+
+
+def test_grid_is_one_compilation_and_equals_separate_runs(grid_results):
+    results, traces = grid_results
+    # One program for the three values (none if another test module compiled this shape already) ...
+    assert traces <= 1
+    # ... and other values of c are data for that same program.
+    traces = fp.trace_count()
+    fp.run_grid(grid.product(CONFIG, c=[0.08, 0.09, 0.11]), objective(), seeds=SEEDS, base_seed=3)
+    assert fp.trace_count() == traces
+    for c, res in zip(C_VALUES, results):
+        alone = fp.run(CONFIG.replace(c=c), objective(), seeds=SEEDS, base_seed=3)
+        assert res.config["c"] == c and res.num_seeds == SEEDS
+        assert_same(res, alone)
+    # The grid points really differ.
+    assert len({r.final_regret.mean() for r in results}) == 3
+
+
+def test_pairs_in_any_order_equal_the_grid(grid_results):
+    """A sweep's calls mix configurations and seed ranges: any (grid point, seed) pairs give the same runs."""
+    results, _ = grid_results
+    configs = grid.product(CONFIG, c=C_VALUES)
+    g = np.array([2, 0, 2, 1, 0, 1, 2, 0] * 3)
+    seeds = np.array([7, 0, 1, 3, 5, 6, 4, 2, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7])
+    # Pairs may repeat and come in any order: each run's numbers depend on its (grid point, seed) only.
+    out = fedpne.run_pairs(configs, objective(), g, seeds, base_seed=3)
+    for k, res in enumerate(out):
+        order = seeds[g == k]
+        np.testing.assert_array_equal(res.seeds, order)
+        np.testing.assert_array_equal(res.final_regret, results[k].final_regret[order])
+        np.testing.assert_array_equal(res.curves, results[k].curves[order])
+
+
+def test_product_order_and_labels():
+    configs = grid.product(CONFIG, c=[0.1, 0.2], rho=[0.5, 0.6, 0.7])
+    assert [(x.c, x.rho) for x in configs] == [(0.1, 0.5), (0.1, 0.6), (0.1, 0.7), (0.2, 0.5), (0.2, 0.6), (0.2, 0.7)]
+    assert grid.points(k=[2, 3]) == [{"k": 2}, {"k": 3}]
+    with pytest.raises(ValueError, match="repeat"):
+        grid.points(c=[0.1, 0.1])
+    with pytest.raises(ValueError, match="must be a list"):
+        grid.points(c=0.1)
+
+
+def test_shapes_group_into_fewest_programs():
+    """Scalar parameters share a program; M, k, noise kind or DP on/off split the grid."""
+    obj = objective()
+    configs = [CONFIG, CONFIG.replace(c=0.3, rho=0.7, nu=0.5, c1=2.0, delta=0.1, noise="gaussian:0.1", capacity=64),
+               CONFIG.replace(k=3), CONFIG.replace(noise="none"), CONFIG.replace(dp_epsilon=1.0, dp_delta=0.01),
+               CONFIG.replace(dp_epsilon=2.0, dp_delta=0.1), CONFIG.replace(k=3, c=0.2)]
+    keys = [grid.static_key("fedpne", c, obj) for c in configs]
+    assert grid.group_indices(keys) == [[0, 1], [2, 6], [3], [4, 5]]
+    with pytest.raises(ValueError, match="differ in shapes"):
+        fedpne.run_pairs([CONFIG, CONFIG.replace(k=3)], obj, [0, 1], [0, 0])
+
+
+def test_stacked_params_have_a_grid_axis():
+    configs = grid.product(CONFIG, c=C_VALUES)
+    stacked = fedpne.stack_params(configs, 12)
+    assert stacked.tau.shape == (3, 13) and stacked.noise_scale.shape == (3,)
+    np.testing.assert_array_equal(stacked.conf[1], fp.make_params(configs[1], 12).conf)
