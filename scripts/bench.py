@@ -1,6 +1,7 @@
-"""Benchmark of the Fed-PNE engine against the NumPy reference and a per-pull NumPy simulation.
+"""Benchmarks of fedpne-jax: the Fed-PNE engine against the NumPy reference and a per-pull NumPy
+simulation, then the sections of the other scripts here (scale-out, baselines, objectives).
 
-    python scripts/bench.py [--quick] [--out bench.json]
+    python scripts/bench.py [--quick] [--sections engine,scale,trees,federated,gp,objectives] [--out bench.json]
 
 Prints a table and writes JSON.  All numbers of one invocation come from the same machine in the same
 run, so the ratios (engine runs/s over reference runs/s) are the figures to quote; absolute times
@@ -13,6 +14,7 @@ every round (timed on a few seeds and reported per run).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -68,49 +70,87 @@ def engine_row_subprocess(M: int, T: int, seeds: int, repeats: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small seed counts (a smoke run)")
-    ap.add_argument("--out", default="bench.json")
-    ap.add_argument("--row", nargs=4, type=int, metavar=("M", "T", "SEEDS", "REPEATS"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.row:
-        print(json.dumps(engine_row(*args.row)))
-        return 0
+# Further sections, one module each beside this script: rows(quick) -> list of dicts, and optionally
+# table(rows) -> str (otherwise every row's keys are printed as columns).
+SECTIONS = {"scale": "bench_scale", "trees": "bench_trees", "federated": "bench_federated", "gp": "bench_gp",
+            "objectives": "bench_objectives"}
 
+
+def generic_table(rows: list[dict]) -> str:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    fmt = lambda v: f"{v:,.4g}" if isinstance(v, float) else str(v)
+    cells = [[fmt(r.get(k, "")) for k in keys] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    line = lambda items: "  ".join(x.rjust(w) for x, w in zip(items, widths))
+    return "\n".join([line(keys), "-" * len(line(keys))] + [line(c) for c in cells])
+
+
+def engine_rows(quick: bool) -> list[dict]:
     cases = [(10, 10**4), (100, 10**6)]
-    seed_counts = [1, 100] if args.quick else [1, 100, 1000, 10000]
+    seed_counts = [1, 100] if quick else [1, 100, 1000, 10000]
     rows = []
     for M, T in cases:
         config = fp.FedPNEConfig(num_clients=M, horizon=T, noise="gaussian:0.1")
         objective = objectives.make_objective("garland", M)
-        ref_rate = reference_rate(config.replace(split="longest"), objective, 5 if args.quick else 50, False)
-        pull_runs = 1 if (args.quick or T > 10**5) else 3
+        ref_rate = reference_rate(config.replace(split="longest"), objective, 5 if quick else 50, False)
+        pull_runs = 1 if (quick or T > 10**5) else 3
         pull_rate = reference_rate(config.replace(split="longest"), objective, pull_runs, True)
         rows.append(dict(M=M, T=T, implementation="numpy reference (exact means)", seeds=1,
                          runs_per_second=ref_rate, seconds_per_run=1 / ref_rate, speedup=1.0))
         rows.append(dict(M=M, T=T, implementation="numpy per-pull simulation", seeds=pull_runs,
                          runs_per_second=pull_rate, seconds_per_run=1 / pull_rate, speedup=pull_rate / ref_rate))
         for seeds in seed_counts:
-            row = engine_row_subprocess(M, T, seeds, repeats=1 if args.quick else 3)
+            row = engine_row_subprocess(M, T, seeds, repeats=1 if quick else 3)
             row.update(M=M, T=T, implementation="fedpne-jax engine", speedup=row["runs_per_second"] / ref_rate)
             rows.append(row)
             print(f"  M={M} T={T} seeds={seeds}: {row['runs_per_second']:.0f} runs/s", file=sys.stderr)
+    return rows
 
+
+def engine_table(rows: list[dict]) -> str:
     header = f"{'M':>4} {'T':>8} {'implementation':<32} {'seeds':>6} {'runs/s':>10} {'ms/run':>9} " \
              f"{'x ref':>7} {'compile s':>9} {'peak MB':>8}"
-    print(f"device: {device_name()}")
-    print(header)
-    print("-" * len(header))
+    lines = [header, "-" * len(header)]
     for r in rows:
-        print(f"{r['M']:>4} {r['T']:>8.0e} {r['implementation']:<32} {r['seeds']:>6} {r['runs_per_second']:>10.1f} "
-              f"{1e3 * r['seconds_per_run']:>9.3f} {r['speedup']:>7.1f} "
-              f"{r.get('compile_seconds', float('nan')):>9.2f} {r.get('peak_mb', float('nan')):>8.1f}")
+        lines.append(f"{r['M']:>4} {r['T']:>8.0e} {r['implementation']:<32} {r['seeds']:>6} "
+                     f"{r['runs_per_second']:>10.1f} {1e3 * r['seconds_per_run']:>9.3f} {r['speedup']:>7.1f} "
+                     f"{r.get('compile_seconds', float('nan')):>9.2f} {r.get('peak_mb', float('nan')):>8.1f}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small seed counts (a smoke run)")
+    ap.add_argument("--out", default="bench.json")
+    ap.add_argument("--sections", default="all",
+                    help=f"comma-separated subset of engine,{','.join(SECTIONS)} (default: all)")
+    ap.add_argument("--row", nargs=4, type=int, metavar=("M", "T", "SEEDS", "REPEATS"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.row:
+        print(json.dumps(engine_row(*args.row)))
+        return 0
+    names = ["engine", *SECTIONS] if args.sections == "all" else [s.strip() for s in args.sections.split(",")]
+    unknown = [n for n in names if n != "engine" and n not in SECTIONS]
+    if unknown:
+        ap.error(f"unknown sections {unknown}; choose from engine,{','.join(SECTIONS)}")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    results = {}
+    print(f"device: {device_name()}")
+    for name in names:
+        if name == "engine":
+            rows = engine_rows(args.quick)
+            text = engine_table(rows)
+        else:
+            module = importlib.import_module(SECTIONS[name])
+            rows = module.rows(args.quick)
+            text = module.table(rows) if hasattr(module, "table") else generic_table(rows)
+        results[name] = rows
+        print(f"\n## {name}\n{text}", flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"process peak RSS: {rss:.0f} MB")
     with open(args.out, "w") as fh:
-        json.dump({"device": device_name(), "versions": versions(), "rows": rows, "process_peak_rss_mb": rss},
-                  fh, indent=1)
+        json.dump({"device": device_name(), "versions": versions(), "sections": results,
+                   "process_peak_rss_mb": rss}, fh, indent=1)
     print(f"wrote {args.out}")
     return 0
 
