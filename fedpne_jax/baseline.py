@@ -44,7 +44,8 @@ class BaselineConfig:
     def __post_init__(self):
         if isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or not 1 <= self.horizon <= MAX_HORIZON:
             raise ValueError(f"horizon (T) must be an integer in [1, {MAX_HORIZON}], got {self.horizon!r}")
-        parse_noise(self.noise)
+        if parse_noise(self.noise)[1] > 1e18:
+            raise ValueError(f"noise scale must be <= 1e18 (its square must be a float32), got {self.noise!r}")
         if isinstance(self.checkpoints, bool) or not isinstance(self.checkpoints, int) or self.checkpoints < 1:
             raise ValueError(f"checkpoints must be an integer >= 1, got {self.checkpoints!r}")
 
