@@ -1,0 +1,149 @@
+"""Benchmark of the batched tree baselines (HCT, T-HOO) against PyXAB's own implementations.
+
+    python scripts/bench_trees.py [--quick] [--out bench_trees.json]
+
+``rows(quick)`` returns one row per measurement (scripts/bench.py imports it): the aggregate pulls/s
+of a batched run (seeds x T pulls over the execution time, compile excluded; the best of the
+repeats) and the same-run rate of the reference: PyXAB 0.3.0's ``HCT`` / ``T_HOO`` when PyXAB is
+installed (``pip install pyxab``; bench-only, never a dependency of fedpne_jax), else the NumPy
+references of tests/.  Objective: Garland (one client), Gaussian noise 0.1, PyXAB's default
+parameters (nu = 1, rho = 0.5, c = 0.1, delta = 0.01); T = 10^4 (--quick: 2,000).
+
+PyXAB's T_HOO re-sums every node's reward list every round, so it slows as it runs (about 37 pulls/s
+over a whole T = 10^4 run); it is timed over its first REFERENCE_ROUNDS rounds of a T = 10^4 run,
+which overstates its rate and so understates the ratio.  HCT rows use ``expand='leaf'`` (the
+default); the ``hct-pyxab`` row uses PyXAB's own expansion rule, the like-for-like comparison, and
+also reports both mean regrets (PyXAB's over its few timed runs).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import objectives  # noqa: E402
+from fedpne_jax.baseline import run_algorithm  # noqa: E402
+from fedpne_jax.baselines import hct, hoo  # noqa: E402
+from fedpne_jax.result import device_name  # noqa: E402
+from reference import FUNCTIONS  # noqa: E402
+
+SIGMA = 0.1
+REFERENCE_ROUNDS = {"hct": None, "hoo": 1000}     # None: the whole horizon
+
+
+def _garland(point) -> float:
+    x = float(point[0])
+    return x * (1 - x) * (4 - math.sqrt(abs(math.sin(60 * x))))
+
+
+def pyxab_rate(name: str, T: int, runs: int, rounds=None):
+    """(pulls/s, mean regret over the timed rounds, label) of PyXAB's own algorithm, or None."""
+    try:
+        from PyXAB.algos.HCT import HCT
+        from PyXAB.algos.HOO import T_HOO
+        from importlib.metadata import version
+    except ImportError:
+        return None
+    f_star = FUNCTIONS["garland"][3]
+    rng = np.random.default_rng(0)
+    np.random.seed(0)             # PyXAB's partition draws from NumPy's global generator
+    rounds = rounds or T
+    elapsed, regrets = 0.0, []
+    for _ in range(runs):
+        algo = (HCT(nu=1, rho=0.5, c=0.1, delta=0.01, domain=[[0.0, 1.0]]) if name == "hct"
+                else T_HOO(nu=1, rho=0.5, rounds=T, domain=[[0.0, 1.0]]))
+        regret = 0.0
+        start = time.perf_counter()
+        for t in range(1, rounds + 1):
+            point = algo.pull(t)
+            value = _garland(point)
+            algo.receive_reward(t, value + SIGMA * rng.standard_normal())
+            regret += f_star - value
+        elapsed += time.perf_counter() - start
+        regrets.append(regret)
+    label = f"PyXAB {version('pyxab')} {'HCT' if name == 'hct' else 'T_HOO'}"
+    if rounds < T:
+        label += f" (first {rounds} of {T} rounds)"
+    return runs * rounds / elapsed, float(np.mean(regrets)), label
+
+
+def numpy_rate(name: str, T: int, runs: int):
+    """(pulls/s, mean regret, label) of the NumPy reference (tests/reference_*.py, path updates)."""
+    import reference_hct
+    import reference_hoo
+    rng = np.random.default_rng(0)
+    fn = reference_hct.hct if name == "hct" else reference_hoo.hoo
+    start = time.perf_counter()
+    regrets = [fn("garland", 1, T, noise="gaussian", sigma=SIGMA, rng=rng, full=False).final_regret
+               for _ in range(runs)]
+    return runs * T / (time.perf_counter() - start), float(np.mean(regrets)), f"NumPy reference ({name})"
+
+
+def batched(name: str, config, objective, seeds: int, repeats: int) -> dict:
+    algorithm = hct.ALGORITHM if name.startswith("hct") else hoo.ALGORITHM
+    first = run_algorithm(algorithm, config, objective, seeds=seeds)       # compiles
+    times = [first.run_seconds] + [run_algorithm(algorithm, config, objective, seeds=seeds).run_seconds
+                                   for _ in range(repeats - 1)]
+    best = min(times)
+    return dict(name=name, seeds=seeds, T=config.horizon, seconds=best, pulls_per_s=seeds * config.horizon / best,
+                compile_seconds=first.compile_seconds, regret_mean=float(first.final_regret.mean()),
+                nodes_mean=float(first.nodes.mean()), capacity=first.config["capacity"])
+
+
+def rows(quick: bool) -> list[dict]:
+    T = 2_000 if quick else 10_000
+    seed_counts = (1, 100) if quick else (1, 100, 1000)
+    repeats = 1 if quick else 2
+    objective = objectives.make_objective("garland", num_clients=1, heterogeneity="none")
+    device = device_name()
+    out = []
+    for name in ("hct", "hoo"):
+        rounds = REFERENCE_ROUNDS[name] if not quick else min(T, REFERENCE_ROUNDS[name] or T)
+        runs = 1 if quick or name == "hoo" else 5
+        ref = pyxab_rate(name, T, runs, rounds) or numpy_rate(name, T, runs)
+        config = (hct.HCTConfig if name == "hct" else hoo.HOOConfig)(horizon=T, noise=f"gaussian:{SIGMA}")
+        cases = [(name, config, s) for s in seed_counts]
+        if name == "hct":
+            cases.append(("hct-pyxab", config.replace(expand="pyxab"), seed_counts[-1]))
+        for label, cfg, seeds in cases:
+            row = batched(label, cfg, objective, seeds, repeats)
+            row.update(reference=ref[2], reference_pulls_per_s=ref[0], ratio=row["pulls_per_s"] / ref[0],
+                       device=device)
+            if label == "hct-pyxab":
+                row.update(reference_regret_mean=ref[1], reference_runs=runs)
+            out.append(row)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="T = 2,000 and 1 or 100 seeds (a smoke run)")
+    ap.add_argument("--out", default="bench_trees.json")
+    args = ap.parse_args(argv)
+    table = rows(args.quick)
+    print(f"{'name':10} {'seeds':>6} {'T':>6} {'seconds':>9} {'pulls/s':>12} {'ref pulls/s':>12} {'ratio':>8}  "
+          f"{'compile s':>9}  reference")
+    for r in table:
+        print(f"{r['name']:10} {r['seeds']:6d} {r['T']:6d} {r['seconds']:9.3f} {r['pulls_per_s']:12.4g} "
+              f"{r['reference_pulls_per_s']:12.4g} {r['ratio']:8.1f}  {r['compile_seconds']:9.2f}  {r['reference']}")
+    for r in table:
+        if "reference_regret_mean" in r:
+            print(f"{r['name']}: mean regret R(T) {r['regret_mean']:.2f} over {r['seeds']} seeds; "
+                  f"{r['reference']}: {r['reference_regret_mean']:.2f} over {r['reference_runs']} run(s)")
+    print(f"device: {table[0]['device']}")
+    with open(args.out, "w") as fh:
+        json.dump(table, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

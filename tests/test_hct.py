@@ -1,0 +1,140 @@
+"""HCT (fedpne_jax.baselines.hct) against the NumPy reference (tests/reference_hct.py): the same pulled
+points without noise, the same regret statistically with noise; a seed alone equals the seed in a
+batch; invalid parameters are refused; regret grows sublinearly.
+
+Three compiled programs: Garland with 100 seeds and Himmelblau (random split, PyXAB's re-expansion)
+with three seeds, both returning the pulled points, and Himmelblau through run_algorithm with one.
+Noise-free runs use 'gaussian:0' (rewards equal f exactly), so that they share each program with
+the noisy runs (the noise scale is data).
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import objectives
+from fedpne_jax import driver
+from fedpne_jax.baseline import run_algorithm
+from fedpne_jax.baselines import hct, tree
+from helpers import two_sample_z
+import reference_hct
+
+T = 300
+SEEDS = 100
+GARLAND = hct.HCTConfig(horizon=T, noise="gaussian:0", checkpoints=10)
+# PyXAB's re-expansion happens a few times in 300 rounds (its rule at the paper's rho = 0.75: more often).
+HIMMELBLAU = hct.HCTConfig(horizon=T, noise="gaussian:0", checkpoints=10, expand="pyxab")
+
+
+def run(config, objective, seeds, base_seed=0):
+    """Outputs with the pulled points (a traced static), one compiled program per config and shape."""
+    static = dataclasses.replace(hct.make_static(config, objective), trace=True)
+    out, _, _ = driver.execute(hct.run_single, static, hct.make_params(config), objective, base_seed,
+                               np.asarray(seeds))
+    return out, static
+
+
+def reference(config, name, dim, split_dims=None, **kw):
+    return reference_hct.hct(name, dim, config.horizon, nu=config.nu, rho=config.rho, c=config.c,
+                             delta=config.delta, expand=config.expand, split=config.split,
+                             split_dim_fn=None if split_dims is None else (lambda t: int(split_dims[t])),
+                             checkpoints=config.checkpoints, **kw)
+
+
+def split_dims(static, seed, base_seed=0):
+    return tree.run_split_dims(driver.seed_key(base_seed, seed), static.horizon, static.chunk, static.tree.dim)
+
+
+def assert_same_run(out, i, ref):
+    np.testing.assert_array_equal(out.points[i], ref.points)          # every pulled point, bit for bit
+    np.testing.assert_array_equal(out.recommendation[i], ref.recommendation)
+    assert (out.nodes[i], out.depth[i]) == (ref.nodes, ref.depth)
+    np.testing.assert_allclose(out.curve[i], ref.curve, rtol=2e-5)  # float32 sums of float32 values
+    assert out.flags[i] == 0
+
+
+@pytest.fixture(scope="module")
+def garland():
+    return objectives.make_objective("garland", num_clients=1, heterogeneity="none")
+
+
+@pytest.fixture(scope="module")
+def himmelblau():
+    return objectives.make_objective("himmelblau", num_clients=1, heterogeneity="none")
+
+
+@pytest.fixture(scope="module")
+def garland_noisy(garland):
+    return run(GARLAND.replace(noise="gaussian:0.1"), garland, np.arange(SEEDS))[0]
+
+
+def test_noise_free_garland_pulls_the_reference_points(garland):
+    out, _ = run(GARLAND, garland, np.arange(SEEDS))
+    ref = reference(GARLAND, "garland", 1)
+    for i in (0, SEEDS - 1):          # one dimension and no noise: every seed is the same run
+        assert_same_run(out, i, ref)
+    assert ref.depth >= 4
+
+
+def test_noise_free_himmelblau_with_reexpansion_pulls_the_reference_points(himmelblau):
+    seeds = [0, 5, 9]
+    out, static = run(HIMMELBLAU, himmelblau, seeds)
+    regrown = 0
+    for i, seed in enumerate(seeds):
+        ref = reference(HIMMELBLAU, "himmelblau", 2, split_dims(static, seed))
+        assert_same_run(out, i, ref)
+        regrown += ref.reexpansions
+    assert regrown > 0                                     # PyXAB's re-expansion was exercised
+    assert len({tuple(p) for p in out.recommendation}) > 1   # the random partitions differ
+
+
+def test_noisy_regret_equals_the_reference_statistically(garland_noisy):
+    rng = np.random.default_rng(1)
+    config = GARLAND.replace(noise="gaussian:0.1")
+    ref = [reference(config, "garland", 1, noise="gaussian", sigma=0.1, rng=rng, full=False).final_regret
+           for _ in range(SEEDS)]
+    assert abs(two_sample_z(garland_noisy.final_regret, ref)) < 4
+    assert garland_noisy.final_regret.std() > 0
+
+
+def test_regret_grows_sublinearly(garland_noisy):
+    """The average regret per round falls over the run: the second half's is below the first's."""
+    rounds = np.asarray(GARLAND.checkpoint_rounds)
+    mean = garland_noisy.curve.mean(axis=0)
+    half = len(rounds) // 2 - 1
+    first = mean[half] / rounds[half]
+    second = (mean[-1] - mean[half]) / (rounds[-1] - rounds[half])
+    assert second < 0.9 * first
+    assert mean[-1] / rounds[-1] < mean[0] / rounds[0]
+
+
+def test_seed_alone_equals_seed_in_batch(himmelblau):
+    """run_algorithm (the public path, no trace) on one seed gives that seed's numbers in a batch."""
+    config = HIMMELBLAU.replace(noise="gaussian:0.1")
+    batch, _ = run(config, himmelblau, [0, 5, 9])
+    alone = run_algorithm(hct.ALGORITHM, config, himmelblau, seeds=[5])
+    np.testing.assert_array_equal(alone.curves[0], batch.curve[1])
+    np.testing.assert_array_equal(alone.final_regret[0], batch.final_regret[1])
+    for name in hct.ALGORITHM.metrics:
+        np.testing.assert_array_equal(getattr(alone, name)[0], getattr(batch, name)[1])
+    assert batch.final_regret[0] != batch.final_regret[1]
+    assert alone.config["capacity"] >= alone.nodes[0] and alone.config["expand"] == "pyxab"
+
+
+@pytest.mark.parametrize("field,value", [
+    ("nu", 0.0), ("nu", float("nan")), ("rho", 1.0), ("rho", 0.0), ("c", -1.0), ("c", "0.1"), ("delta", 0.0),
+    ("delta", 1.5), ("split", "middle"), ("expand", "always"), ("precision", "float16"), ("horizon", 0),
+    ("noise", "poisson"), ("checkpoints", 0)])
+def test_invalid_parameters_name_themselves(field, value):
+    with pytest.raises(ValueError, match=field):
+        hct.HCTConfig(**{field: value})
+
+
+def test_capacity_bounds_every_reference_tree():
+    """The host bound on rows and depth holds for trees the reference grows (leaf and PyXAB rules)."""
+    for config in (hct.HCTConfig(horizon=500, rho=0.75, c=0.05, noise="none"),
+                   hct.HCTConfig(horizon=500, rho=0.75, c=0.05, noise="none", expand="pyxab")):
+        capacity, height = hct.bounds(config)
+        ref = reference(config, "garland", 1)
+        assert ref.nodes <= capacity and ref.depth <= height
+        assert capacity <= 2 * config.horizon + 3

@@ -1,0 +1,126 @@
+"""T-HOO (fedpne_jax.baselines.hoo) against the NumPy reference (tests/reference_hoo.py): the same
+pulled points without noise, the same regret statistically with noise; a seed alone equals the seed
+in a batch; invalid parameters are refused; regret grows sublinearly.
+
+Three compiled programs: Garland with 100 seeds and Himmelblau (longest-side split) with three seeds,
+both returning the pulled points, and Himmelblau through run_algorithm with one.  Noise-free runs use
+'gaussian:0' (rewards equal f exactly), so that they share each program with the noisy runs (the
+noise scale is data).
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import objectives
+from fedpne_jax import driver
+from fedpne_jax.baseline import run_algorithm
+from fedpne_jax.baselines import hoo
+from helpers import two_sample_z
+import reference_hoo
+
+T = 300
+SEEDS = 100
+GARLAND = hoo.HOOConfig(horizon=T, noise="gaussian:0", checkpoints=10)
+HIMMELBLAU = hoo.HOOConfig(horizon=T, noise="gaussian:0", checkpoints=10, split="longest", nu=0.5, rho=0.6)
+
+
+def run(config, objective, seeds, base_seed=0):
+    """Outputs with the pulled points (a traced static), one compiled program per config and shape."""
+    static = dataclasses.replace(hoo.make_static(config, objective), trace=True)
+    out, _, _ = driver.execute(hoo.run_single, static, hoo.make_params(config), objective, base_seed,
+                               np.asarray(seeds))
+    return out
+
+
+def reference(config, name, dim, **kw):
+    return reference_hoo.hoo(name, dim, config.horizon, nu=config.nu, rho=config.rho,
+                             depth_limit=config.depth_limit, split=config.split, checkpoints=config.checkpoints, **kw)
+
+
+def assert_same_run(out, i, ref):
+    np.testing.assert_array_equal(out.points[i], ref.points)          # every pulled point, bit for bit
+    np.testing.assert_array_equal(out.recommendation[i], ref.recommendation)
+    assert (out.nodes[i], out.depth[i]) == (ref.nodes, ref.depth)
+    np.testing.assert_allclose(out.curve[i], ref.curve, rtol=2e-5)  # float32 sums of float32 values
+    assert out.flags[i] == 0
+
+
+@pytest.fixture(scope="module")
+def garland():
+    return objectives.make_objective("garland", num_clients=1, heterogeneity="none")
+
+
+@pytest.fixture(scope="module")
+def himmelblau():
+    return objectives.make_objective("himmelblau", num_clients=1, heterogeneity="none")
+
+
+@pytest.fixture(scope="module")
+def garland_noisy(garland):
+    return run(GARLAND.replace(noise="gaussian:0.1"), garland, np.arange(SEEDS))
+
+
+def test_noise_free_garland_pulls_the_reference_points(garland):
+    out = run(GARLAND, garland, np.arange(SEEDS))
+    ref = reference(GARLAND, "garland", 1)
+    for i in (0, SEEDS - 1):          # one dimension and no noise: every seed is the same run
+        assert_same_run(out, i, ref)
+    assert ref.depth == GARLAND.limit + 1 and ref.nodes == GARLAND.capacity   # the truncated tree is full
+
+
+def test_noise_free_himmelblau_pulls_the_reference_points(himmelblau):
+    out = run(HIMMELBLAU, himmelblau, [0, 5, 9])
+    ref = reference(HIMMELBLAU, "himmelblau", 2)
+    for i in range(3):                # the longest-side split is deterministic: every seed is this run
+        assert_same_run(out, i, ref)
+    assert len(set(ref.points[:, 0])) > 1 and len(set(ref.points[:, 1])) > 1     # both dimensions were split
+
+
+def test_noisy_regret_equals_the_reference_statistically(garland_noisy):
+    rng = np.random.default_rng(2)
+    ref = [reference(GARLAND, "garland", 1, noise="gaussian", sigma=0.1, rng=rng, full=False).final_regret
+           for _ in range(SEEDS)]
+    assert abs(two_sample_z(garland_noisy.final_regret, ref)) < 4
+    assert garland_noisy.final_regret.std() > 0
+
+
+def test_regret_grows_sublinearly(garland_noisy):
+    """The average regret per round falls over the run: the second half's is below the first's."""
+    rounds = np.asarray(GARLAND.checkpoint_rounds)
+    mean = garland_noisy.curve.mean(axis=0)
+    half = len(rounds) // 2 - 1
+    first = mean[half] / rounds[half]
+    second = (mean[-1] - mean[half]) / (rounds[-1] - rounds[half])
+    assert second < 0.9 * first
+    assert np.all(np.diff(mean / rounds) < 0)
+
+
+def test_seed_alone_equals_seed_in_batch(himmelblau):
+    """run_algorithm (the public path, no trace) on one seed gives that seed's numbers in a batch."""
+    config = HIMMELBLAU.replace(noise="gaussian:0.1")
+    batch = run(config, himmelblau, [0, 5, 9])
+    alone = run_algorithm(hoo.ALGORITHM, config, himmelblau, seeds=[5])
+    np.testing.assert_array_equal(alone.curves[0], batch.curve[1])
+    np.testing.assert_array_equal(alone.final_regret[0], batch.final_regret[1])
+    for name in hoo.ALGORITHM.metrics:
+        np.testing.assert_array_equal(getattr(alone, name)[0], getattr(batch, name)[1])
+    assert batch.final_regret[0] != batch.final_regret[1]
+    assert alone.config["depth_limit"] == HIMMELBLAU.limit and alone.config["capacity"] == HIMMELBLAU.capacity
+
+
+def test_default_depth_limit_is_pyxabs():
+    config = hoo.HOOConfig(horizon=10_000)
+    assert config.limit == 7 == int(np.ceil((np.log(10_000) / 2 - np.log(1 / 1.0)) / np.log(2)))
+    assert (config.height, config.capacity) == (8, 511)
+    assert hoo.HOOConfig(horizon=10, depth_limit=50).capacity == 23          # 3 + 2T: one expansion per round
+    assert hoo.HOOConfig(horizon=100, nu=1e-3).limit == 0
+
+
+@pytest.mark.parametrize("field,value", [
+    ("nu", 0.0), ("nu", float("inf")), ("rho", 1.0), ("rho", -0.5), ("depth_limit", -1), ("depth_limit", 2.5),
+    ("depth_limit", True), ("split", "middle"), ("precision", "float16"), ("horizon", 0), ("noise", "gaussian:x"),
+    ("checkpoints", 0)])
+def test_invalid_parameters_name_themselves(field, value):
+    with pytest.raises(ValueError, match=field if field != "noise" else "noise scale"):
+        hoo.HOOConfig(**{field: value})
