@@ -1,23 +1,35 @@
-"""Objectives for fedpne-jax: the :class:`Objective` protocol and the built-in test functions.
+"""Objectives for fedpne-jax: the :class:`Objective` protocol, the built-in test functions and the
+paper's real-world objectives.
 
-``make_objective(name, num_clients, heterogeneity, seed, dim)`` builds a registered objective;
-write your own by constructing :class:`Objective` with plain JAX functions (see objective.py).
+``make_objective(name, num_clients, heterogeneity, seed, dim, amplitude)`` builds a registered
+objective; write your own by constructing :class:`Objective` with plain JAX functions (see
+objective.py).  ``REGISTRY`` holds the synthetic test functions, ``REAL_REGISTRY`` the real-world
+objectives (landmine, covid, digits) and ``OBJECTIVES`` both; ``spec(name)`` and
+``default_size(name)`` give an objective's defaults.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Callable
 
 import jax
+import numpy as np
 
-from objectives.heterogeneity import HETEROGENEITIES, client_shifts, heterogeneous_parts
+from objectives.heterogeneity import (DEFAULT_AMPLITUDE, HETEROGENEITIES, client_shifts, fourier_perturbation,
+                                      heterogeneous_parts)
 from objectives.objective import Objective
-from objectives import synthetic
+from objectives import covid, digits, landmine, synthetic
+
+# The real objectives' clients differ by construction (their own data / region), so they have their
+# own heterogeneity kinds: 'intrinsic' (client m's own objective) and 'none' (every client sees the
+# global objective).  'shift' and 'fourier' would add offsets that take AUC, accuracy or
+# 1 - infection share outside [0, 1]; they are refused.
+REAL_HETEROGENEITIES = ("intrinsic", "none")
 
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
+    """A synthetic test function: f(x) on [lo, hi]^D."""
     fn: Callable
     lo: float
     hi: float
@@ -25,6 +37,56 @@ class Spec:
     default_dim: int
     fixed_dim: bool
     source: str
+    default_clients: int = 10
+    default_horizon: int = 10_000
+    default_seeds: int = 100
+    max_clients: int | None = None
+    default_heterogeneity: str = "shift"
+    heterogeneities: tuple = HETEROGENEITIES
+    kind: str = "synthetic"
+
+
+@dataclasses.dataclass(frozen=True)
+class RealSpec:
+    """A real-world objective with a fixed box, intrinsic client heterogeneity and a data builder.
+
+    ``build(num_clients, key) -> (data, f_star)``; ``local``/``global_`` are module-level functions
+    (hashable, so objectives built alike share one compiled program).
+    """
+    build: Callable
+    local: Callable
+    global_: Callable
+    lo: tuple
+    hi: tuple
+    f_star: str                   # how f* is set, for the README / results
+    max_clients: int
+    default_clients: int
+    default_horizon: int
+    default_seeds: int
+    source: str
+    domain: str
+    default_heterogeneity: str = "intrinsic"
+    heterogeneities: tuple = REAL_HETEROGENEITIES
+    kind: str = "real"
+
+    @property
+    def default_dim(self) -> int:
+        return len(self.lo)
+
+    fixed_dim = True
+
+
+def _build_landmine(num_clients, key):
+    return landmine.make_data(num_clients, key), landmine.F_STAR
+
+
+def _build_covid(num_clients, key):
+    regions = covid.choose_regions(num_clients, key)
+    return covid.make_data(regions), covid.dense_f_star(regions)
+
+
+def _build_digits(num_clients, key):
+    return digits.make_data(num_clients, key), digits.F_STAR
 
 
 REGISTRY = {
@@ -38,30 +100,113 @@ REGISTRY = {
     "rastrigin": Spec(synthetic.rastrigin, -1.0, 1.0, 0.0, 2, False, "negated Rastrigin function"),
 }
 
+REAL_REGISTRY = {
+    "landmine": RealSpec(
+        _build_landmine, landmine.local, landmine.global_, landmine.LO, landmine.HI, "1 (the paper's choice)",
+        # Each evaluation trains an SVM (20-60 per second on 2 CPU cores): a 500-round run of 4 clients
+        # takes about 10 s per seed.
+        max_clients=landmine.NUM_FIELDS, default_clients=4, default_horizon=500, default_seeds=4,
+        source="Landmine data (Liu, Liao, Carin 2007), one field per client; AUC of an RBF SVM (Dai et al. 2020)",
+        domain="(C, gamma) in [1e-4, 10] x [0.01, 10]"),
+    "covid": RealSpec(
+        _build_covid, covid.local, covid.global_, covid.LO, covid.HI,
+        "dense search of the global objective + 1e-5",
+        max_clients=covid.NUM_REGIONS, default_clients=covid.NUM_REGIONS, default_horizon=10_000, default_seeds=100,
+        source="SEIR with vaccination (coronaSEIR, Wiecek et al. 2022), one region per client",
+        domain="dosage x in [0, 1]"),
+    "digits": RealSpec(
+        _build_digits, digits.local, digits.global_, digits.LO, digits.HI, "1 (the paper's choice)",
+        # Each evaluation trains an MLP for 500 SGD steps (about 200-350 per second).
+        max_clients=digits.MAX_CLIENTS, default_clients=5, default_horizon=300, default_seeds=8,
+        source="UCI 8x8 digits (scikit-learn copy), label-skewed shards; test accuracy of a 64-unit MLP",
+        domain="(batch size, learning rate, weight decay) in [1, 100] x [1e-6, 1] x [1e-6, 0.5]"),
+}
 
-def make_objective(name: str, num_clients: int = 1, heterogeneity: str = "shift", seed: int = 0,
-                   dim: int | None = None) -> Objective:
+OBJECTIVES = {**REGISTRY, **REAL_REGISTRY}
+
+
+@dataclasses.dataclass(frozen=True)
+class Homogeneous:
+    """heterogeneity 'none' for a real objective: every client's local objective is the global one."""
+    global_fn: Callable
+
+    def __call__(self, data, x, m):
+        return self.global_fn(data, x)
+
+
+def spec(name: str):
+    """The registry entry of ``name`` (synthetic or real)."""
+    if name not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {sorted(OBJECTIVES)}, got {name!r}")
+    return OBJECTIVES[name]
+
+
+def default_size(name: str) -> tuple[int, int]:
+    """(M, T): the number of clients and the horizon ``fedpne run`` uses for this objective."""
+    s = spec(name)
+    return s.default_clients, s.default_horizon
+
+
+def default_seeds(name: str) -> int:
+    """A number of runs that finishes in about a minute on 2 CPU cores (100 for the cheap objectives)."""
+    return spec(name).default_seeds
+
+
+def default_heterogeneity(name: str) -> str:
+    return spec(name).default_heterogeneity
+
+
+def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = None, seed: int = 0,
+                   dim: int | None = None, amplitude: float | None = None) -> Objective:
     """A registered objective for ``num_clients`` clients.
 
-    ``seed`` keys the heterogeneity (the client shifts): it is part of the problem instance, so
-    every run of a batch sees the same local objectives, as in the paper's experiments.
+    ``heterogeneity``: None gives the objective's default ('shift' for the synthetic functions,
+    'intrinsic' for the real ones).  Synthetic functions take 'none', 'shift' or 'fourier'
+    (``amplitude``, default 0.1, scales the zero-sum Fourier perturbations); real objectives take
+    'intrinsic' or 'none'.  ``seed`` keys the heterogeneity (shifts, Fourier features) and the real
+    objectives' choice of fields / regions / shards: it is part of the problem instance, so every run
+    of a batch sees the same local objectives, as in the paper's experiments.
     """
-    if name not in REGISTRY:
-        raise ValueError(f"objective must be one of {sorted(REGISTRY)}, got {name!r}")
-    spec = REGISTRY[name]
+    s = spec(name)
+    if heterogeneity is None:
+        heterogeneity = s.default_heterogeneity
+    if not isinstance(num_clients, int) or isinstance(num_clients, bool) or num_clients < 1:
+        raise ValueError(f"num_clients must be an integer >= 1, got {num_clients!r}")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed <= 2**31 - 1:
+        raise ValueError(f"seed must be an int in [0, 2^31 - 1], got {seed!r}")
     if dim is None:
-        dim = spec.default_dim
+        dim = s.default_dim
     if not isinstance(dim, int) or dim < 1:
         raise ValueError(f"dim must be a positive integer, got {dim!r}")
-    if spec.fixed_dim and dim != spec.default_dim:
-        raise ValueError(f"dim: objective {name!r} is defined in dimension {spec.default_dim} only, got {dim}")
-    if not isinstance(num_clients, int) or num_clients < 1:
-        raise ValueError(f"num_clients must be an integer >= 1, got {num_clients!r}")
+    if s.fixed_dim and dim != s.default_dim:
+        raise ValueError(f"dim: objective {name!r} is defined in dimension {s.default_dim} only, got {dim}")
     key = jax.random.fold_in(jax.random.key(seed), 0)
-    global_fn, local_fn, data = heterogeneous_parts(heterogeneity, spec.fn, num_clients, key)
-    return Objective(name=name, lo=(float(spec.lo),) * dim, hi=(float(spec.hi),) * dim,
-                     f_star=float(spec.f_star), num_clients=num_clients,
+    if s.kind == "real":
+        return _make_real(name, s, num_clients, heterogeneity, key, amplitude)
+    lo, hi = (float(s.lo),) * dim, (float(s.hi),) * dim
+    global_fn, local_fn, data = heterogeneous_parts(heterogeneity, s.fn, num_clients, key, lo=lo, hi=hi,
+                                                    amplitude=amplitude)
+    return Objective(name=name, lo=lo, hi=hi, f_star=float(s.f_star), num_clients=num_clients,
                      global_fn=global_fn, local_fn=local_fn, data=data)
 
 
-__all__ = ["Objective", "make_objective", "REGISTRY", "HETEROGENEITIES", "client_shifts"]
+def _make_real(name, s: RealSpec, num_clients, heterogeneity, key, amplitude) -> Objective:
+    if heterogeneity not in s.heterogeneities:
+        raise ValueError(f"heterogeneity: objective {name!r} has intrinsic client heterogeneity (each client its own "
+                         f"{'field' if name == 'landmine' else 'region' if name == 'covid' else 'data shard'}); "
+                         f"use one of {s.heterogeneities}, got {heterogeneity!r}")
+    if amplitude is not None:
+        raise ValueError(f"amplitude applies to heterogeneity 'fourier' of the synthetic functions only, "
+                         f"not to objective {name!r}")
+    if num_clients > s.max_clients:
+        raise ValueError(f"num_clients: objective {name!r} has at most {s.max_clients} clients, got {num_clients}")
+    data, f_star = s.build(num_clients, key)
+    local_fn = s.local if heterogeneity == "intrinsic" else Homogeneous(s.global_)
+    return Objective(name=name, lo=tuple(float(v) for v in s.lo), hi=tuple(float(v) for v in s.hi),
+                     f_star=float(f_star), num_clients=num_clients, global_fn=s.global_, local_fn=local_fn,
+                     data=data)
+
+
+__all__ = ["Objective", "make_objective", "spec", "default_size", "default_seeds", "default_heterogeneity", "REGISTRY",
+           "REAL_REGISTRY", "OBJECTIVES", "HETEROGENEITIES", "REAL_HETEROGENEITIES", "DEFAULT_AMPLITUDE",
+           "client_shifts", "fourier_perturbation"]

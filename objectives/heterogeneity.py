@@ -4,6 +4,18 @@
 f + s_m with s_m ~ N(0, 1) drawn from the objective's key and centred, so sum_m s_m = 0 (up to the
 float32 rounding of the shifts) and the global objective (1/M) sum_m f_m is the original function,
 which the engine evaluates directly; only the local optima's values move.
+
+``fourier`` (beyond the paper): client m sees f + p_m with a smooth random perturbation
+
+    p_m(x) = sum_k w_mk cos(2 pi <omega_k, z> + phi_k),   z = (x - lo) / (hi - lo) in [0, 1]^D,
+
+K = ``FOURIER_FEATURES`` random Fourier features shared by all clients (omega_k ~ N(0, s^2 I) with
+s = ``FOURIER_BANDWIDTH`` cycles per box side, phi_k ~ U[0, 2 pi)) and client weights
+w_mk = amplitude * sqrt(2 / K) * (g_mk - mean_m g_mk), g ~ N(0, 1).  The weights of every feature sum
+to zero over the clients, so sum_m p_m = 0 and the global objective is again exactly f (evaluated
+directly); but each client's perturbation has a slope, so the clients' optima move away from the
+global optimum (unlike ``shift``).  Each p_m has root-mean-square about amplitude * sqrt(1 - 1/M)
+over the box; the amplitude is data, so objectives differing only in it share a compiled program.
 """
 from __future__ import annotations
 
@@ -12,8 +24,14 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-HETEROGENEITIES = ("none", "shift")
+from fedpne_jax.ordered import pairwise_sum
+
+HETEROGENEITIES = ("none", "shift", "fourier")
+FOURIER_FEATURES = 16
+FOURIER_BANDWIDTH = 1.0
+DEFAULT_AMPLITUDE = 0.1
 
 
 # Frozen dataclasses rather than closures: they compare equal when they wrap the same function, so
@@ -42,16 +60,63 @@ class Shifted:
         return self.f(x) + data["shift"][m]
 
 
+@dataclasses.dataclass(frozen=True)
+class FourierPerturbed:
+    f: Callable
+
+    def __call__(self, data, x, m):
+        return self.f(x) + fourier_perturbation(data, x, m)
+
+
+def fourier_perturbation(data, x, m):
+    """p_m(x) for one point (sums over coordinates and features in a fixed order)."""
+    z = (x - data["lo"].astype(x.dtype)) * data["inv_width"].astype(x.dtype)
+    angle = 2.0 * jnp.pi * pairwise_sum(data["freq"].astype(x.dtype) * z[None, :]) + data["phase"].astype(x.dtype)
+    return pairwise_sum(data["weight"][m].astype(x.dtype) * jnp.cos(angle))
+
+
+def fourier_data(key, num_clients: int, lo, hi, amplitude: float) -> dict:
+    """Shared features and zero-sum client weights of the ``fourier`` heterogeneity (float32)."""
+    lo = np.asarray(lo, np.float64)
+    hi = np.asarray(hi, np.float64)
+    k_freq, k_phase, k_weight = jax.random.split(key, 3)
+    D = lo.shape[0]
+    freq = FOURIER_BANDWIDTH * jax.random.normal(k_freq, (FOURIER_FEATURES, D), jnp.float32)
+    phase = jax.random.uniform(k_phase, (FOURIER_FEATURES,), jnp.float32, 0.0, 2.0 * np.pi)
+    g = np.asarray(jax.random.normal(k_weight, (num_clients, FOURIER_FEATURES), jnp.float32), np.float64)
+    weight = amplitude * np.sqrt(2.0 / FOURIER_FEATURES) * (g - g.mean(axis=0, keepdims=True))
+    return {"freq": freq, "phase": phase, "weight": jnp.asarray(weight, jnp.float32),
+            "lo": jnp.asarray(lo, jnp.float32), "inv_width": jnp.asarray(1.0 / (hi - lo), jnp.float32)}
+
+
+def check_amplitude(amplitude) -> float:
+    if isinstance(amplitude, bool) or not isinstance(amplitude, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(amplitude) or amplitude < 0:
+        raise ValueError(f"amplitude must be a finite number >= 0, got {amplitude!r}")
+    return float(amplitude)
+
+
 def client_shifts(key, num_clients: int) -> jax.Array:
     """Centred N(0, 1) shifts; a single client gets 0 (its local objective is the global one)."""
     s = jax.random.normal(key, (num_clients,), dtype=jnp.float32)
     return s - jnp.mean(s)
 
 
-def heterogeneous_parts(kind: str, f, num_clients: int, key):
-    """(global_fn, local_fn, data) for base function f under the given heterogeneity."""
+def heterogeneous_parts(kind: str, f, num_clients: int, key, lo=None, hi=None, amplitude=None):
+    """(global_fn, local_fn, data) for base function f under the given heterogeneity.
+
+    ``lo``, ``hi`` (the box) and ``amplitude`` are used by ``fourier`` only (amplitude default
+    ``DEFAULT_AMPLITUDE``); an amplitude with another heterogeneity is refused.
+    """
+    if kind not in HETEROGENEITIES:
+        raise ValueError(f"heterogeneity must be one of {HETEROGENEITIES}, got {kind!r}")
+    if kind != "fourier" and amplitude is not None:
+        raise ValueError(f"amplitude applies to heterogeneity 'fourier' only, got heterogeneity {kind!r}")
     if kind == "none":
         return GlobalOnly(f), SameForAll(f), {}
     if kind == "shift":
         return GlobalOnly(f), Shifted(f), {"shift": client_shifts(key, num_clients)}
-    raise ValueError(f"heterogeneity must be one of {HETEROGENEITIES}, got {kind!r}")
+    amplitude = DEFAULT_AMPLITUDE if amplitude is None else check_amplitude(amplitude)
+    if lo is None or hi is None:
+        raise ValueError("heterogeneity 'fourier' needs the box (lo, hi)")
+    return GlobalOnly(f), FourierPerturbed(f), fourier_data(key, num_clients, lo, hi, amplitude)

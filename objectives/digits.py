@@ -1,0 +1,188 @@
+"""Digits: federated tuning of a small MLP (the paper's MNIST experiment, Appendix E.4, offline).
+
+Data: the UCI optical-recognition handwritten digits (Alpaydin and Kaynak; 8x8 images, pixel values
+0..16, 1797 samples, 10 classes) as bundled with scikit-learn (CC BY 4.0), shipped as
+``objectives/data/digits.npz``: an offline stand-in for MNIST, which cannot be downloaded here.
+Pixels are scaled to [0, 1].
+
+Clients.  The data are cut into ``MAX_CLIENTS`` = 10 disjoint label-skewed shards of ``SHARD`` = 164
+images (drawn from the objective's key): each class is the "home" class of two shards, and a shard
+takes half of its images (82) from its two home classes and the other half evenly from the other
+eight classes.  Each shard is split at random into ``TRAIN`` = 100 training and ``TEST`` = 64 test
+images (the paper: 500 / 100 MNIST images per client; 64 test images make every accuracy a multiple
+of 1/64, exact in floating point, so means over clients are exact sums).  Client m (m < M <= 10)
+owns shard m.
+
+Local objective at x = (batch size, learning rate, weight decay) in [1, 100] x [1e-6, 1] x [1e-6, 0.5]:
+the test accuracy of a 64-64-10 MLP (ReLU hidden layer, softmax cross-entropy) trained on the
+client's training images by mini-batch SGD (``optax.sgd`` after ``optax.add_decayed_weights``, i.e.
+PyTorch's coupled weight decay, on every parameter) for ``EPOCHS`` = 5 epochs.
+
+* Batch size: the axis [1, 100] is cut into 100 equal bins, bin k (k = 1..100) is batch size k:
+  b = min(100, 1 + floor((x_0 - 1) * 100 / 99)).  Each epoch visits the training images in a
+  shuffled order; the last batch of an epoch holds the remainder (DataLoader with drop_last=False);
+  the loss is averaged over a batch.
+* Learning rate and weight decay are used as given: the partition is on the box as given (linear in
+  the learning rate, as in the paper), with no log transform.
+* Determinism: the initial weights (Glorot-uniform, zero biases) and the per-epoch shuffles depend
+  only on the objective's key and the client, never on x or on the run, so f_m is a deterministic
+  function of x.  Gradients are computed one example at a time (so any batch size fits static
+  shapes) and accumulated in the order of the epoch.  The matrix-vector products are XLA dots,
+  which on CPU give the same bits alone or batched (tested: vmapped evaluation equals a loop
+  exactly); the other sums are fixed-order.  A test image whose logits are not finite (a diverged
+  run) counts as misclassified.
+* f* = 1 (100 % accuracy), as in the paper.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from fedpne_jax.ordered import pairwise_sum
+
+MAX_CLIENTS = 10
+NUM_CLASSES = 10
+SHARD, TRAIN, TEST = 164, 100, 64
+HOME_SHARE = 82
+HIDDEN = 64
+EPOCHS = 5
+LO = (1.0, 1e-6, 1e-6)
+HI = (100.0, 1.0, 0.5)
+F_STAR = 1.0
+
+DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "digits.npz")
+
+
+@functools.lru_cache(maxsize=1)
+def load_raw() -> dict:
+    """The shipped arrays: X (1797, 64) uint8 in 0..16, y (1797,) int8."""
+    with np.load(DATA_FILE, allow_pickle=False) as f:
+        return {k: f[k] for k in ("X", "y")}
+
+
+def _rng(key, *path) -> np.random.Generator:
+    """A NumPy generator keyed by the JAX key and a path of integers (host-side set-up only)."""
+    for p in path:
+        key = jax.random.fold_in(key, p)
+    return np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+
+
+def shard_indices(key) -> np.ndarray:
+    """(MAX_CLIENTS, SHARD) row indices of the label-skewed shards, drawn from ``key``."""
+    y = load_raw()["y"].astype(np.int64)
+    rng = _rng(key, 0)
+    classes = rng.permutation(NUM_CLASSES)
+    homes = [(classes[k], classes[(k + 1) % NUM_CLASSES]) for k in range(MAX_CLIENTS)]
+    pools = {c: list(rng.permutation(np.flatnonzero(y == c))) for c in range(NUM_CLASSES)}
+    shards = []
+    for k in range(MAX_CLIENTS):
+        want = np.zeros(NUM_CLASSES, np.int64)
+        want[list(homes[k])] = [HOME_SHARE - HOME_SHARE // 2, HOME_SHARE // 2]
+        others = [c for c in range(NUM_CLASSES) if c not in homes[k]]
+        rest = SHARD - HOME_SHARE
+        for r, c in enumerate(others):       # 82 over 8 classes: 11 for the first 2, 10 for the rest
+            want[c] = rest // len(others) + (1 if r < rest % len(others) else 0)
+        rows = np.concatenate([[pools[c].pop() for _ in range(want[c])] for c in range(NUM_CLASSES)])
+        shards.append(rng.permutation(rows))
+    return np.stack(shards)
+
+
+def init_params(rng: np.random.Generator) -> dict:
+    """Glorot-uniform weights, zero biases (float32)."""
+    lim1 = np.sqrt(6.0 / (64 + HIDDEN))
+    lim2 = np.sqrt(6.0 / (HIDDEN + NUM_CLASSES))
+    return dict(w1=rng.uniform(-lim1, lim1, (64, HIDDEN)).astype(np.float32), b1=np.zeros(HIDDEN, np.float32),
+                w2=rng.uniform(-lim2, lim2, (HIDDEN, NUM_CLASSES)).astype(np.float32),
+                b2=np.zeros(NUM_CLASSES, np.float32))
+
+
+def make_data(num_clients: int, key) -> dict:
+    raw = load_raw()
+    idx = shard_indices(key)[:num_clients]
+    X = raw["X"].astype(np.float32) / 16.0
+    y = raw["y"].astype(np.int32)
+    # Initial weights and epoch orders of client m depend on (key, m) only.
+    params = [init_params(_rng(key, 1, m)) for m in range(num_clients)]
+    order = np.asarray([[_rng(key, 2, m, e).permutation(TRAIN) for e in range(EPOCHS)]
+                        for m in range(num_clients)], np.int32)
+    return dict(x_train=jnp.asarray(X[idx[:, :TRAIN]]), y_train=jnp.asarray(y[idx[:, :TRAIN]]),
+                x_test=jnp.asarray(X[idx[:, TRAIN:]]), y_test=jnp.asarray(y[idx[:, TRAIN:]]),
+                init={k: jnp.asarray(np.stack([p[k] for p in params])) for k in params[0]},
+                order=jnp.asarray(order))
+
+
+def batch_size(x0):
+    """Real batch-size coordinate -> integer in 1..100 (100 equal bins of [1, 100])."""
+    b = 1 + jnp.floor((x0 - 1.0) * (100.0 / 99.0))
+    return jnp.clip(b, 1, 100).astype(jnp.int32)
+
+
+def _forward(p, x):
+    """Logits, hidden pre-activations and activations of one example."""
+    pre = x @ p["w1"] + p["b1"]
+    h = jnp.maximum(pre, 0.0)
+    return h @ p["w2"] + p["b2"], pre, h
+
+
+def _gradient(p, x, label):
+    """Cross-entropy gradient of one example (by hand: one matrix-vector product per layer)."""
+    logits, pre, h = _forward(p, x)
+    e = jnp.exp(logits - jnp.max(logits))
+    prob = e / pairwise_sum(e)
+    d_logits = prob - jax.nn.one_hot(label, NUM_CLASSES, dtype=prob.dtype)
+    d_h = (p["w2"] @ d_logits) * (pre > 0)
+    return dict(w1=x[:, None] * d_h[None, :], b1=d_h, w2=h[:, None] * d_logits[None, :], b2=d_logits)
+
+
+def train_and_test(params, x_train, y_train, x_test, y_test, order, bsize, lr, wd):
+    """Test accuracy after EPOCHS epochs of mini-batch SGD from ``params``."""
+    dt = jnp.result_type(lr)
+    params = jax.tree.map(lambda a: a.astype(dt), params)
+    x_train, x_test = x_train.astype(dt), x_test.astype(dt)
+    opt = optax.chain(optax.add_decayed_weights(wd), optax.sgd(lr))
+    opt_state = opt.init(params)
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    n = x_train.shape[0]
+
+    def step(carry, k):
+        params, opt_state, acc, count = carry
+        pos = k % n
+        i = order[k // n, pos]
+        g = _gradient(params, x_train[i], y_train[i])
+        acc = jax.tree.map(jnp.add, acc, g)
+        count = count + 1
+        end = ((pos + 1) % bsize == 0) | (pos == n - 1)
+        mean = jax.tree.map(lambda a: a / count.astype(dt), acc)
+        updates, new_state = opt.update(mean, opt_state, params)
+        new_params = optax.apply_updates(params, updates)
+        pick = lambda a, b: jnp.where(end, a, b)
+        params = jax.tree.map(pick, new_params, params)
+        opt_state = jax.tree.map(pick, new_state, opt_state)
+        acc = jax.tree.map(lambda a, z: jnp.where(end, z, a), acc, zeros)
+        count = jnp.where(end, 0, count)
+        return (params, opt_state, acc, count), None
+
+    init = (params, opt_state, zeros, jnp.int32(0))
+    (params, _, _, _), _ = jax.lax.scan(step, init, jnp.arange(EPOCHS * n, dtype=jnp.int32))
+    logits = jax.vmap(lambda xi: _forward(params, xi)[0])(x_test)
+    correct = (jnp.argmax(logits, axis=1) == y_test) & jnp.all(jnp.isfinite(logits), axis=1)
+    # count / 64 is exact: no rounding that XLA could do differently in a batch than alone.
+    return jnp.sum(correct.astype(dt)) * (1.0 / x_test.shape[0])
+
+
+def local(data, x, m):
+    """Client m's test accuracy at x = (batch size, learning rate, weight decay)."""
+    client = lambda a: a[m]
+    return train_and_test(jax.tree.map(client, data["init"]), data["x_train"][m], data["y_train"][m],
+                          data["x_test"][m], data["y_test"][m], data["order"][m], batch_size(x[0]), x[1], x[2])
+
+
+def global_(data, x):
+    M = data["y_train"].shape[0]
+    values = jax.vmap(lambda m: local(data, x, m))(jnp.arange(M, dtype=jnp.int32))
+    return pairwise_sum(values) * (1.0 / M)        # the sum of multiples of 1/64 is exact
