@@ -39,7 +39,7 @@ def run(name: str, config, objective, seeds=1, base_seed: int = 0, **kwargs):
         from fedpne_jax.fedpne import run as run_fedpne
         return run_fedpne(config, objective, seeds=seeds, base_seed=base_seed, **kwargs)
     from fedpne_jax.baseline import run_algorithm
-    return run_algorithm(baseline(name), config, objective, seeds=seeds, base_seed=base_seed)
+    return run_algorithm(baseline(name), config, objective, seeds=seeds, base_seed=base_seed, **kwargs)
 
 
 def parse_value(text: str):

@@ -4,32 +4,40 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fedpne_jax.config import NOISE_KINDS, PULLS, SAMPLINGS, SPLITS, FedPNEConfig
+from fedpne_jax import algorithms
+from fedpne_jax.config import NOISE_KINDS, PULLS, SAMPLINGS, SPLITS
 from fedpne_jax.errors import CapacityError, ObjectiveError
 
-ALGORITHMS = ("fedpne",)
+# Options that map one-to-one onto config fields of the same name; None means "not given", so the
+# algorithm's own default applies and an option an algorithm does not have can be refused.
+CONFIG_OPTIONS = ("nu", "rho", "c", "c1", "delta", "k", "split", "pull", "sampling", "dp_epsilon", "dp_delta",
+                  "capacity")
 
 
 def _run_parser(sub):
-    p = sub.add_parser("run", help="run Fed-PNE / DP-Fed-PNE for a batch of seeds",
+    p = sub.add_parser("run", help="run an algorithm (Fed-PNE by default) for a batch of seeds",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--algorithm", default="fedpne", choices=ALGORITHMS)
-    p.add_argument("--objective", default="garland", help="garland, doublesine, himmelblau, ackley, rastrigin")
+    p.add_argument("--algorithm", default="fedpne", choices=algorithms.NAMES)
+    p.add_argument("--objective", default="garland", help="an objective of objectives.REGISTRY, e.g. garland, "
+                   "doublesine, himmelblau, ackley, rastrigin, landmine, covid, digits")
     p.add_argument("--dim", type=int, default=None, help="dimension (ackley, rastrigin)")
-    p.add_argument("--clients", type=int, default=10, help="M")
-    p.add_argument("--horizon", type=int, default=10_000, help="T, rounds per client")
+    p.add_argument("--clients", type=int, default=None, help="M (default: the objective's, 10 for synthetic ones)")
+    p.add_argument("--horizon", type=int, default=None, help="T, rounds per client (default: the objective's, "
+                   "10000 for synthetic ones)")
     p.add_argument("--seeds", type=int, default=100, help="number of runs (seed indices 0..S-1)")
     p.add_argument("--seed", type=int, default=0, help="base seed: seed i uses fold_in(key(seed), i)")
-    p.add_argument("--nu", type=float, default=1.0)
-    p.add_argument("--rho", type=float, default=0.5)
-    p.add_argument("--c", type=float, default=None, help="default 0.1 (x sqrt(1 + 4 sigma_dp^2) under DP)")
-    p.add_argument("--c1", type=float, default=1.0)
-    p.add_argument("--delta", type=float, default=None, help="default 1/M")
-    p.add_argument("--k", type=int, default=2)
-    p.add_argument("--split", default="random", choices=SPLITS)
+    p.add_argument("--nu", type=float, default=None, help="Fed-PNE: 1")
+    p.add_argument("--rho", type=float, default=None, help="Fed-PNE: 0.5")
+    p.add_argument("--c", type=float, default=None, help="Fed-PNE: 0.1 (x sqrt(1 + 4 sigma_dp^2) under DP)")
+    p.add_argument("--c1", type=float, default=None, help="Fed-PNE: 1")
+    p.add_argument("--delta", type=float, default=None, help="Fed-PNE: 1/M")
+    p.add_argument("--k", type=int, default=None, help="Fed-PNE: 2")
+    p.add_argument("--split", default=None, choices=SPLITS, help="Fed-PNE: random")
     p.add_argument("--noise", default="gaussian:0.1", help=f"one of {NOISE_KINDS}, e.g. gaussian:0.1, uniform:0.1")
-    p.add_argument("--pull", default="centre", choices=PULLS)
-    p.add_argument("--sampling", default="auto", choices=SAMPLINGS)
+    p.add_argument("--pull", default=None, choices=PULLS, help="Fed-PNE: centre")
+    p.add_argument("--sampling", default=None, choices=SAMPLINGS, help="Fed-PNE: auto")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other parameter of the algorithm's config (repeatable), e.g. --set kappa=10")
     p.add_argument("--heterogeneity", default=None,
                    help="none or shift (default: shift, or none with bernoulli noise, whose values must stay in [0, 1])")
     p.add_argument("--objective-seed", type=int, default=0, help="key of the client heterogeneity")
@@ -88,24 +96,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_settings(items) -> dict:
+    """KEY=VALUE strings as a dict of parsed values (see algorithms.parse_value)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        out[key.strip().replace("-", "_")] = algorithms.parse_value(value)
+    return out
+
+
+def run_config(args, num_clients: int, horizon: int):
+    """The algorithm's config from the options the user gave; the rest keep the algorithm's defaults."""
+    import dataclasses
+
+    options = dict(horizon=horizon, noise=args.noise, checkpoints=args.checkpoints)
+    options.update({name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None})
+    options.update(parse_settings(args.set))
+    fields = {f.name for f in dataclasses.fields(algorithms.config_type(args.algorithm))}
+    if "num_clients" in fields:
+        options.setdefault("num_clients", num_clients)
+    return algorithms.make_config(args.algorithm, **options)
+
+
 def cmd_run(args) -> int:
     import os
 
     import objectives
-    from fedpne_jax.fedpne import run
 
     if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         raise ValueError(f"--output: the folder of {args.output!r} does not exist")
-    heterogeneity = args.heterogeneity or ("none" if args.noise.strip().lower() == "bernoulli" else "shift")
-
-    config = FedPNEConfig(
-        num_clients=args.clients, horizon=args.horizon, k=args.k, split=args.split, nu=args.nu, rho=args.rho,
-        c=args.c, c1=args.c1, delta=args.delta, noise=args.noise, pull=args.pull, sampling=args.sampling,
-        dp_epsilon=args.dp_epsilon, dp_delta=args.dp_delta, checkpoints=args.checkpoints, capacity=args.capacity)
-    objective = objectives.make_objective(args.objective, num_clients=args.clients,
+    if args.no_grow and args.algorithm != "fedpne":
+        raise ValueError("--no-grow applies to fedpne only (the baselines' tables have a fixed size)")
+    spec = objectives.spec(args.objective)
+    # Bernoulli rewards need values in [0, 1], which shifted synthetic functions leave.
+    bernoulli = args.noise.strip().lower() == "bernoulli"
+    heterogeneity = args.heterogeneity or ("none" if bernoulli and spec.kind == "synthetic"
+                                           else spec.default_heterogeneity)
+    clients, horizon = objectives.default_size(args.objective)
+    clients = args.clients if args.clients is not None else clients
+    horizon = args.horizon if args.horizon is not None else horizon
+    config = run_config(args, clients, horizon)
+    objective = objectives.make_objective(args.objective, num_clients=clients,
                                           heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim)
-    result = run(config, objective, seeds=args.seeds, base_seed=args.seed, grow=not args.no_grow,
-                 devices=_devices(args.devices))
+    extra = {"grow": not args.no_grow} if args.algorithm == "fedpne" else {}
+    result = algorithms.run(args.algorithm, config, objective, seeds=args.seeds, base_seed=args.seed,
+                            devices=_devices(args.devices), **extra)
     import jax
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
         return 0

@@ -38,3 +38,24 @@ def test_module_entry_point_runs_dp(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "(DP)" in proc.stdout
     assert json.loads(out.read_text())["algorithm"] == "dp-fedpne"
+
+
+def test_run_baseline_with_set_options(tmp_path, capsys):
+    out = tmp_path / "g.json"
+    rc = main(["run", "--algorithm", "gpucb", "--horizon", "40", "--seeds", "2", "--checkpoints", "4",
+               "--set", "delta=0.2", "--set", "num_candidates=16", "--output", str(out)])
+    assert rc == 0
+    assert "GP-UCB on garland" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["algorithm"] == "gpucb"
+    assert data["config"]["delta"] == 0.2 and data["config"]["num_candidates"] == 16
+    assert data["checkpoints"] == [10, 20, 30, 40] and len(data["per_seed"]["curves"]) == 2
+
+
+def test_run_refuses_options_the_algorithm_lacks(capsys):
+    assert main(["run", "--algorithm", "gpucb", "--rho", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "'gpucb' has no parameter 'rho'" in err and "num_candidates" in err
+    assert main(["run", "--algorithm", "hct", "--set", "rho"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert main(["run", "--algorithm", "fed1ucb", "--no-grow"]) == 2
