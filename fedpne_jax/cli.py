@@ -24,7 +24,8 @@ def _run_parser(sub):
     p.add_argument("--clients", type=int, default=None, help="M (default: the objective's, 10 for synthetic ones)")
     p.add_argument("--horizon", type=int, default=None, help="T, rounds per client (default: the objective's, "
                    "10000 for synthetic ones)")
-    p.add_argument("--seeds", type=int, default=100, help="number of runs (seed indices 0..S-1)")
+    p.add_argument("--seeds", type=int, default=None, help="number of runs (seed indices 0..S-1; default: the "
+                   "objective's, 100 for synthetic ones)")
     p.add_argument("--seed", type=int, default=0, help="base seed: seed i uses fold_in(key(seed), i)")
     p.add_argument("--nu", type=float, default=None, help="Fed-PNE: 1")
     p.add_argument("--rho", type=float, default=None, help="Fed-PNE: 0.5")
@@ -141,7 +142,8 @@ def cmd_run(args) -> int:
     objective = objectives.make_objective(args.objective, num_clients=clients,
                                           heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim)
     extra = {"grow": not args.no_grow} if args.algorithm == "fedpne" else {}
-    result = algorithms.run(args.algorithm, config, objective, seeds=args.seeds, base_seed=args.seed,
+    seeds = args.seeds if args.seeds is not None else objectives.default_seeds(args.objective)
+    result = algorithms.run(args.algorithm, config, objective, seeds=seeds, base_seed=args.seed,
                             devices=_devices(args.devices), **extra)
     import jax
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
