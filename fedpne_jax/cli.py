@@ -42,6 +42,7 @@ def _run_parser(sub):
     p.add_argument("--heterogeneity", default=None,
                    help="none or shift (default: shift, or none with bernoulli noise, whose values must stay in [0, 1])")
     p.add_argument("--objective-seed", type=int, default=0, help="key of the client heterogeneity")
+    p.add_argument("--amplitude", type=float, default=None, help="strength of the 'fourier' heterogeneity")
     p.add_argument("--dp-epsilon", type=float, default=None)
     p.add_argument("--dp-delta", type=float, default=None)
     p.add_argument("--checkpoints", type=int, default=100)
@@ -140,7 +141,8 @@ def cmd_run(args) -> int:
     horizon = args.horizon if args.horizon is not None else horizon
     config = run_config(args, clients, horizon)
     objective = objectives.make_objective(args.objective, num_clients=clients,
-                                          heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim)
+                                          heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim,
+                                          **({} if args.amplitude is None else {"amplitude": args.amplitude}))
     extra = {"grow": not args.no_grow} if args.algorithm == "fedpne" else {}
     seeds = args.seeds if args.seeds is not None else objectives.default_seeds(args.objective)
     result = algorithms.run(args.algorithm, config, objective, seeds=seeds, base_seed=args.seed,
