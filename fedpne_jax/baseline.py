@@ -25,13 +25,13 @@ import jax
 import numpy as np
 
 from fedpne_jax import checkpoints, driver
-from fedpne_jax.config import MAX_HORIZON, parse_noise
+from fedpne_jax.config import MAX_HORIZON, NoiseSpec, parse_noise
 from fedpne_jax.errors import FLAG_CAPACITY, CapacityError, raise_for_objective
 from fedpne_jax.result import RunResult
 
 
 @dataclasses.dataclass(frozen=True)
-class BaselineConfig:
+class BaselineConfig(NoiseSpec):
     """Fields every baseline has: the horizon T (rounds), the observation noise and the checkpoints.
 
     Subclasses add their own fields (all with defaults) and call ``super().__post_init__()``.
@@ -48,17 +48,6 @@ class BaselineConfig:
             raise ValueError(f"noise scale must be <= 1e18 (its square must be a float32), got {self.noise!r}")
         if isinstance(self.checkpoints, bool) or not isinstance(self.checkpoints, int) or self.checkpoints < 1:
             raise ValueError(f"checkpoints must be an integer >= 1, got {self.checkpoints!r}")
-
-    def replace(self, **changes):
-        return dataclasses.replace(self, **changes)
-
-    @property
-    def noise_kind(self) -> str:
-        return parse_noise(self.noise)[0]
-
-    @property
-    def noise_scale(self) -> float:
-        return parse_noise(self.noise)[1]
 
     @property
     def checkpoint_rounds(self):

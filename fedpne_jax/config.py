@@ -58,8 +58,23 @@ def _check_real(name: str, value, low=None, high=None, low_open=True, high_open=
         raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}")
 
 
+class NoiseSpec:
+    """What every algorithm's config derives from its ``noise`` string (and its ``replace``)."""
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def noise_kind(self) -> str:
+        return parse_noise(self.noise)[0]
+
+    @property
+    def noise_scale(self) -> float:
+        return parse_noise(self.noise)[1]
+
+
 @dataclasses.dataclass(frozen=True)
-class FedPNEConfig:
+class FedPNEConfig(NoiseSpec):
     """One Fed-PNE (or DP-Fed-PNE, when ``dp_epsilon`` is set) configuration.
 
     Defaults are the paper's (App. E): nu = 1, rho = 0.5, c = 0.1, c1 = 1, delta = 1/M, k = 2,
@@ -158,17 +173,6 @@ class FedPNEConfig:
             log_scale = math.nan
         if not abs(log_scale) < 700:
             raise ValueError(f"c and nu must keep c^2 L / nu^2 within float64 range, got c={self.c_value}, nu={self.nu}")
-
-    def replace(self, **changes) -> "FedPNEConfig":
-        return dataclasses.replace(self, **changes)
-
-    @property
-    def noise_kind(self) -> str:
-        return parse_noise(self.noise)[0]
-
-    @property
-    def noise_scale(self) -> float:
-        return parse_noise(self.noise)[1]
 
     @property
     def dp(self) -> bool:
