@@ -8,7 +8,7 @@ Format (TOML shown; JSON takes the same keys)::
     horizon = [10000]                           # T values (default [10000])
     seeds = 1000                                # a count S (seed indices 0..S-1) or a list of indices
     base_seed = 0                               # default 0: seed i uses fold_in(key(base_seed), i)
-    heterogeneity = "shift"                     # default for the objectives: "shift", or "none" with
+    heterogeneity = "shift"                     # default: the objective's ("shift"; "intrinsic" for real ones), "none" with
                                                 #   bernoulli noise (values must stay in [0, 1])
     objective_seed = 0                          # default key of the objectives' client shifts
 
@@ -228,12 +228,13 @@ def _objective(item, heterogeneity, seed) -> dict:
         raise SweepError(f"sweep: an objective is a name or a table with name and optionally dim, heterogeneity, "
                          f"seed; got {item!r}")
     name = item["name"]
-    if name not in objectives.REGISTRY:
-        raise SweepError(f"sweep: objective must be one of {sorted(objectives.REGISTRY)}, got {name!r}")
-    dim = item.get("dim", objectives.REGISTRY[name].default_dim)
+    if name not in objectives.OBJECTIVES:
+        raise SweepError(f"sweep: objective must be one of {sorted(objectives.OBJECTIVES)}, got {name!r}")
+    spec = objectives.spec(name)
+    dim = item.get("dim", spec.default_dim)
     het = item.get("heterogeneity", heterogeneity)
-    if het is not None and het not in objectives.HETEROGENEITIES:
-        raise SweepError(f"sweep: heterogeneity must be one of {objectives.HETEROGENEITIES}, got {het!r}")
+    if het is not None and het not in spec.heterogeneities:
+        raise SweepError(f"sweep: heterogeneity of {name!r} must be one of {spec.heterogeneities}, got {het!r}")
     return {"name": name, "dim": dim, "heterogeneity": het, "seed": item.get("seed", seed)}
 
 
@@ -304,7 +305,10 @@ def _entry(index, name, objective, M, T, fixed, point, federated) -> Entry:
         raise SweepError(f"sweep configuration {index} ({_describe(labels)}): {err}") from None
     het = objective["heterogeneity"]
     if het is None:
-        het = "none" if config.noise_kind == "bernoulli" else "shift"
+        import objectives
+        kind = objectives.spec(objective["name"])
+        # Bernoulli rewards need values in [0, 1], which shifted synthetic functions leave.
+        het = "none" if config.noise_kind == "bernoulli" and kind.kind == "synthetic" else kind.default_heterogeneity
     spec = dict(objective, heterogeneity=het, num_clients=M)
     identity = {"algorithm": name, "objective": spec, "config": config.resolved()}
     return Entry(index=index, id=digest(identity)[:16], algorithm=name, objective=spec, options=options,

@@ -116,10 +116,10 @@ def test_bad_fourier_inputs(kwargs, match):
 def test_fedpne_runs_on_fourier_heterogeneity():
     obj = objectives.make_objective("garland", M, heterogeneity="fourier", amplitude=0.2)
     config = fp.FedPNEConfig(num_clients=M, horizon=4000, sampling="client", checkpoints=8)
-    result = fp.run(config, obj, seeds=2)
+    result = fp.run(config, obj, seeds=1)
     curves = np.asarray(result.curves)
     assert np.all(np.isfinite(curves)) and np.all(np.diff(curves, axis=1) >= 0)
-    per_round = np.diff(np.concatenate([np.zeros((2, 1)), curves], axis=1), axis=1)   # equal chunks
+    per_round = np.diff(np.concatenate([np.zeros((1, 1)), curves], axis=1), axis=1)   # equal chunks
     assert np.all(per_round[:, -1] < per_round[:, 0])
     # Regret is measured on the global objective, the original Garland: the recommendation is near pi/6.
     assert np.all(np.abs(result.recommendation[:, 0] - np.pi / 6) < 0.05)

@@ -341,8 +341,8 @@ RUNS = {
     # round pays at least 1 - max f and regret grows linearly; over a test-sized run the algorithm is
     # still at coarse depths of the box, where the objective is flat.  Noise-free with small nu and c,
     # the run eliminates from its first phases; the check is that the regret per round never grows.
-    "landmine": dict(horizon=150, noise="none", nu=0.01, c=0.01),
-    "digits": dict(horizon=300, noise="none", nu=0.01, c=0.01),
+    "landmine": dict(horizon=64, noise="none", nu=0.01, c=0.01),
+    "digits": dict(horizon=96, noise="none", nu=0.01, c=0.01),
 }
 
 
