@@ -51,7 +51,6 @@ import numpy as np
 
 from fedpne_jax.baseline import Algorithm, BaselineConfig
 from fedpne_jax.baselines import tree
-from fedpne_jax.errors import FLAG_CAPACITY
 
 EXPANDS = ("leaf", "pyxab")
 MAX_ROWS = 1 << 24
@@ -269,11 +268,7 @@ def run_single(static: HCTStatic, params: HCTParams, objective, key):
                             lambda t, s, active: _update(static, params, t, s, active),
                             lambda t, u, s, pulling: _select(static, params, objective, t, u, s, pulling),
                             state, refresh=lambda k, s: _refresh(static, params, k, s))
-    table = state.table
-    flags = state.book.flags | jnp.where(state.overflow, FLAG_CAPACITY, 0).astype(jnp.int32)
-    return tree.Output(curve=tree.final_curve(static.checkpoint_rounds, state.book), final_regret=state.book.regret,
-                       flags=flags, recommendation=state.last.point, nodes=table.size, depth=table.height,
-                       points=state.book.points)
+    return tree.output(static.checkpoint_rounds, state)
 
 
 ALGORITHM = Algorithm(name="hct", config_type=HCTConfig, make_static=make_static, make_params=make_params,

@@ -44,6 +44,7 @@ import numpy as np
 from jax.extend.random import threefry_2x32
 
 from fedpne_jax import noise
+from fedpne_jax.errors import FLAG_CAPACITY
 
 SPLITS = ("random", "longest")
 PRECISIONS = ("float32", "float64")
@@ -416,6 +417,15 @@ def _record(rounds, book: Pull, t, regret):
     hit = (book.cursor < c) & (jnp.asarray(rounds, jnp.int32)[j] == t)
     curve = jax.lax.dynamic_update_slice(book.curve, jnp.where(hit, regret, book.curve[j])[None], (j,))
     return curve, jnp.where(hit, jnp.asarray(nxt)[j], book.cursor)
+
+
+def output(checkpoint_rounds, state) -> "Output":
+    """A run's outputs from the round loop's final state (its table, book, last selection and
+    overflow flag), the same for HCT and T-HOO."""
+    flags = state.book.flags | jnp.where(state.overflow, FLAG_CAPACITY, 0).astype(jnp.int32)
+    return Output(curve=final_curve(checkpoint_rounds, state.book), final_regret=state.book.regret, flags=flags,
+                  recommendation=state.last.point, nodes=state.table.size, depth=state.table.height,
+                  points=state.book.points)
 
 
 def final_curve(rounds, book: Pull):
