@@ -41,3 +41,12 @@ def two_sample_z(a, b) -> float:
     a, b = np.asarray(a, float), np.asarray(b, float)
     se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     return float((a.mean() - b.mean()) / se)
+
+
+def assert_same_tree_run(out, i, ref):
+    """Run i of an HCT/T-HOO batch equals a tree reference run: every pulled point bit for bit."""
+    np.testing.assert_array_equal(out.points[i], ref.points)
+    np.testing.assert_array_equal(out.recommendation[i], ref.recommendation)
+    assert (out.nodes[i], out.depth[i]) == (ref.nodes, ref.depth)
+    np.testing.assert_allclose(out.curve[i], ref.curve, rtol=2e-5)  # float32 sums of float32 values
+    assert out.flags[i] == 0

@@ -16,7 +16,7 @@ import objectives
 from fedpne_jax import driver
 from fedpne_jax.baseline import run_algorithm
 from fedpne_jax.baselines import hoo
-from helpers import two_sample_z
+from helpers import assert_same_tree_run as assert_same_run, two_sample_z
 import reference_hoo
 
 T = 300
@@ -36,14 +36,6 @@ def run(config, objective, seeds, base_seed=0):
 def reference(config, name, dim, **kw):
     return reference_hoo.hoo(name, dim, config.horizon, nu=config.nu, rho=config.rho,
                              depth_limit=config.depth_limit, split=config.split, checkpoints=config.checkpoints, **kw)
-
-
-def assert_same_run(out, i, ref):
-    np.testing.assert_array_equal(out.points[i], ref.points)          # every pulled point, bit for bit
-    np.testing.assert_array_equal(out.recommendation[i], ref.recommendation)
-    assert (out.nodes[i], out.depth[i]) == (ref.nodes, ref.depth)
-    np.testing.assert_allclose(out.curve[i], ref.curve, rtol=2e-5)  # float32 sums of float32 values
-    assert out.flags[i] == 0
 
 
 @pytest.fixture(scope="module")
