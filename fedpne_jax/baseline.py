@@ -116,16 +116,13 @@ def run_pairs(algorithm: Algorithm, configs: Sequence, objective, grid_index, se
         raise CapacityError(f"{algorithm.name}: a fixed-size table overflowed (seeds "
                             f"{ids[(out.flags & FLAG_CAPACITY) != 0][:10].tolist()}); this is a bug: "
                             f"tables are sized so that they cannot")
-    results = []
-    for g, config in enumerate(configs):
-        mine = np.flatnonzero(grid_index == g)
-        if not mine.size:
-            results.append(None)
-            continue
-        share = mine.size / ids.size
-        metrics = {m: np.asarray(getattr(out, m))[mine] for m in algorithm.metrics}
-        results.append(RunResult.build(algorithm.name, config.resolved(), objective, ids[mine], base_seed,
-                                       config.checkpoint_rounds, np.asarray(out.curve)[mine],
-                                       np.asarray(out.final_regret)[mine], metrics,
-                                       compile_s * share, run_s * share))
-    return results
+    from fedpne_jax.grid import per_config
+
+    def build(config, rows):
+        share = rows.size / ids.size
+        metrics = {m: np.asarray(getattr(out, m))[rows] for m in algorithm.metrics}
+        return RunResult.build(algorithm.name, config.resolved(), objective, ids[rows], base_seed,
+                               config.checkpoint_rounds, np.asarray(out.curve)[rows],
+                               np.asarray(out.final_regret)[rows], metrics, compile_s * share, run_s * share)
+
+    return per_config(configs, grid_index, build)

@@ -25,7 +25,7 @@ from fedpne_jax import driver, phase as phase_lib
 from fedpne_jax.driver import seed_key, trace_count  # noqa: F401  (public names)
 from fedpne_jax.config import FedPNEConfig
 from fedpne_jax.errors import CapacityError, raise_for_objective
-from fedpne_jax.grid import group_indices
+from fedpne_jax.grid import group_indices, per_config
 from fedpne_jax.params import (MAX_CAPACITY, Params, Static, check_feasible, depth_limit, initial_capacity,
                                make_params, make_static)
 from fedpne_jax.result import RunResult
@@ -203,18 +203,14 @@ def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pa
     capacity = max(initial_capacity(c) for c in configs)
     out, capacity, depth, compile_s, run_s = _run_growing(
         configs, objective, None if single else grid_index, ids, base_seed, grow, devices, pad_to, depth, capacity)
-    results: list = []
-    for g, config in enumerate(configs):
-        mine = np.flatnonzero(grid_index == g)
-        if not mine.size:
-            results.append(None)
-            continue
-        share = mine.size / ids.size
-        results.append(RunResult.from_outputs(config, objective, ids[mine], base_seed,
-                                              jax.tree.map(lambda a: a[mine], out),
-                                              make_static(config, objective, capacity, depth),
-                                              compile_seconds=compile_s * share, run_seconds=run_s * share))
-    return results
+
+    def build(config, rows):
+        share = rows.size / ids.size
+        return RunResult.from_outputs(config, objective, ids[rows], base_seed, jax.tree.map(lambda a: a[rows], out),
+                                      make_static(config, objective, capacity, depth),
+                                      compile_seconds=compile_s * share, run_seconds=run_s * share)
+
+    return per_config(configs, grid_index, build)
 
 
 def _run_growing(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to, depth, capacity):

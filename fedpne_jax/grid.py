@@ -49,6 +49,17 @@ def group_indices(keys: Sequence) -> list[list[int]]:
     return list(groups.values())
 
 
+def per_config(configs: Sequence, grid_index, build) -> list:
+    """``build(config, rows)`` for each configuration, rows the indices of its runs in the batch (None
+    for a configuration without runs): how one batch of (configuration, seed) runs becomes results."""
+    grid_index = np.asarray(grid_index)
+    results = []
+    for g, config in enumerate(configs):
+        rows = np.flatnonzero(grid_index == g)
+        results.append(build(config, rows) if rows.size else None)
+    return results
+
+
 def _is_fedpne(name: str) -> bool:
     return name in ("fedpne", "dp-fedpne")
 
