@@ -2,7 +2,7 @@
 
 Format (TOML shown; JSON takes the same keys)::
 
-    objectives = ["garland", "doublesine"]      # names, or tables {name, dim, heterogeneity, seed}
+    objectives = ["garland", "doublesine"]      # names, or tables {name, dim, heterogeneity, seed, amplitude}
     algorithms = ["fedpne"]                     # default ["fedpne"]
     clients = [10]                              # M values (default [10])
     horizon = [10000]                           # T values (default [10000])
@@ -77,7 +77,7 @@ class Entry:
         import objectives
         o = self.objective
         return objectives.make_objective(o["name"], num_clients=o["num_clients"], heterogeneity=o["heterogeneity"],
-                                         seed=o["seed"], dim=o["dim"])
+                                         seed=o["seed"], dim=o["dim"], amplitude=o.get("amplitude"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,9 +224,10 @@ def _objective(item, heterogeneity, seed) -> dict:
     import objectives
     if isinstance(item, str):
         item = {"name": item}
-    if not isinstance(item, dict) or "name" not in item or set(item) - {"name", "dim", "heterogeneity", "seed"}:
+    if not isinstance(item, dict) or "name" not in item or set(item) - {"name", "dim", "heterogeneity", "seed",
+                                                                         "amplitude"}:
         raise SweepError(f"sweep: an objective is a name or a table with name and optionally dim, heterogeneity, "
-                         f"seed; got {item!r}")
+                         f"seed, amplitude; got {item!r}")
     name = item["name"]
     if name not in objectives.OBJECTIVES:
         raise SweepError(f"sweep: objective must be one of {sorted(objectives.OBJECTIVES)}, got {name!r}")
@@ -235,7 +236,17 @@ def _objective(item, heterogeneity, seed) -> dict:
     het = item.get("heterogeneity", heterogeneity)
     if het is not None and het not in spec.heterogeneities:
         raise SweepError(f"sweep: heterogeneity of {name!r} must be one of {spec.heterogeneities}, got {het!r}")
-    return {"name": name, "dim": dim, "heterogeneity": het, "seed": item.get("seed", seed)}
+    out = {"name": name, "dim": dim, "heterogeneity": het, "seed": item.get("seed", seed)}
+    if "amplitude" in item:
+        # Only the 'fourier' heterogeneity has an amplitude; left out otherwise, so definitions
+        # without one keep their hash.
+        amplitude = item["amplitude"]
+        if het != "fourier":
+            raise SweepError(f"sweep: amplitude applies to heterogeneity 'fourier' only, got {het!r} for {name!r}")
+        if isinstance(amplitude, bool) or not isinstance(amplitude, (int, float)) or not amplitude >= 0:
+            raise SweepError(f"sweep: amplitude of {name!r} must be a number >= 0, got {amplitude!r}")
+        out["amplitude"] = amplitude
+    return out
 
 
 def canonical(value):
@@ -299,6 +310,8 @@ def _entry(index, name, objective, M, T, fixed, point, federated) -> Entry:
         options["num_clients"] = M
     labels = {"objective": objective["name"], "algorithm": name, "num_clients": M if federated else None,
               "horizon": T, **point}
+    if "amplitude" in objective:
+        labels["amplitude"] = objective["amplitude"]
     try:
         config = registry.make_config(name, **options)
     except (ValueError, TypeError) as err:
