@@ -138,8 +138,8 @@ def call_size(name, configs, objective, entries, gaps, S: int, budget: int, devi
 class Progress:
     """A tqdm bar (runs done, runs/s, ETA) when tqdm is installed, else a line on stderr every few seconds."""
 
-    def __init__(self, total: int, initial: int, enabled: bool):
-        self.total, self.done, self.enabled = total, initial, enabled
+    def __init__(self, total: int, initial: int, enabled: bool, label: str = "sweep"):
+        self.total, self.done, self.enabled, self.label = total, initial, enabled, label
         self.bar = None
         self.start, self.last, self.initial = time.perf_counter(), 0.0, initial
         if not enabled:
@@ -149,7 +149,7 @@ class Progress:
         except ImportError:
             print("fedpne: (pip install tqdm, or the 'progress' extra, for a progress bar)", file=sys.stderr)
             return
-        self.bar = tqdm(total=total, initial=initial, unit="run", unit_scale=total >= 10_000, desc="sweep",
+        self.bar = tqdm(total=total, initial=initial, unit="run", unit_scale=total >= 10_000, desc=label,
                         smoothing=0.05, file=sys.stderr, dynamic_ncols=True)
 
     def update(self, runs: int) -> None:
@@ -162,7 +162,7 @@ class Progress:
             self.last = now
             rate = (self.done - self.initial) / max(now - self.start, 1e-9)
             eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-            print(f"sweep: {self.done}/{self.total} runs, {rate:,.0f} runs/s, ETA {eta:,.0f} s", file=sys.stderr)
+            print(f"{self.label}: {self.done}/{self.total} runs, {rate:,.0f} runs/s, ETA {eta:,.0f} s", file=sys.stderr)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -176,13 +176,14 @@ def _slice(result, rows: slice) -> dict:
 
 
 def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, progress: bool = True,
-              chunk_runs: int | None = None, overwrite: bool = False) -> Report:
+              chunk_runs: int | None = None, overwrite: bool = False, label: str = "sweep") -> Report:
     """Run (or finish) a sweep into the folder ``out``.
 
     ``definition``: a dict, a TOML/JSON path or a :class:`fedpne_jax.sweep.Sweep`.  ``memory_gb``: the
     budget for one call's XLA buffers per device (default 2).  ``chunk_runs``: runs per call, instead
     of sizing calls from the budget.  ``devices``: see :func:`fedpne_jax.sharding.select_devices`.
     ``overwrite``: discard the results of another definition in ``out`` instead of refusing.
+    ``label``: the progress bar's name.
     Multi-host: every process calls this with the same arguments; process 0 writes the folder, which
     every process must be able to read (a shared file system).
     """
@@ -225,7 +226,7 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     traces, compiled = driver.trace_count(), driver.compile_seconds()
     bar = None
     try:
-        bar = Progress(sweep.num_runs, done, progress and writer)
+        bar = Progress(sweep.num_runs, done, progress and writer, label)
         for members in grid.group_indices(keys):
             entries = [sweep.entries[i] for i in members]
             pending = sum(b - a for e in entries for a, b in gaps[e.id])
