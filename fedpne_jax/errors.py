@@ -29,3 +29,7 @@ def raise_for_objective(name: str, flags: np.ndarray, seed_ids: np.ndarray) -> N
                 else "returned values outside [0, 1], which Bernoulli rewards cannot use")
         raise ObjectiveError(f"objective {name!r} {what} (seeds {which[:10].tolist()}"
                              f"{' ...' if which.size > 10 else ''}); no result was produced")
+
+
+class MissingExtra(RuntimeError):
+    """An optional dependency (an extra of the package, e.g. ``plot``) is not installed."""
