@@ -1,4 +1,5 @@
-"""Command line: ``fedpne run ...`` and ``fedpne sweep ...`` (also ``python -m fedpne_jax ...``)."""
+"""Command line: ``fedpne run``, ``fedpne sweep``, ``fedpne reproduce`` and ``fedpne plot`` (also
+``python -m fedpne_jax ...``)."""
 from __future__ import annotations
 
 import argparse
@@ -6,7 +7,7 @@ import sys
 
 from fedpne_jax import algorithms
 from fedpne_jax.config import NOISE_KINDS, PULLS, SAMPLINGS, SPLITS
-from fedpne_jax.errors import CapacityError, ObjectiveError
+from fedpne_jax.errors import CapacityError, MissingExtra, ObjectiveError
 
 # Options that map one-to-one onto config fields of the same name; None means "not given", so the
 # algorithm's own default applies and an option an algorithm does not have can be refused.
@@ -90,12 +91,65 @@ def _sweep_parser(sub):
     return p
 
 
+def _reproduce_parser(sub):
+    from fedpne_jax import figures
+    lines = [f"  {name:14s} {f.paper or 'new'}: {f.title}" for name, f in figures.FIGURES.items()]
+    p = sub.add_parser("reproduce", help="run the sweeps of a figure of the paper (or a new study) and plot it",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run the sweeps a figure needs (resumable: a rerun finishes them), then write "
+                                   "OUT/figures/FIGURE.{png,json,csv} and OUT/SUMMARY.md.\n\nfigures:\n"
+                                   + "\n".join(lines))
+    p.add_argument("figures", nargs="+", metavar="FIGURE", help="figure names, or all")
+    p.add_argument("--quick", action="store_true", help="small T and few seeds: every figure in minutes")
+    p.add_argument("--seeds", type=int, default=None, help="seeds of every study (default: the study's, "
+                   "100 where runs are cheap)")
+    p.add_argument("--out", default="results", help="results folder (sweeps/, figures/, SUMMARY.md)")
+    p.add_argument("--memory-gb", type=float, default=None, help="memory budget per device for one call")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-plot", action="store_true", help="write the data and summary only")
+    p.add_argument("--devices", default="all", help="shard the runs over all visible devices or the first N")
+    return p
+
+
+def _plot_parser(sub):
+    p = sub.add_parser("plot", help="regret curves of run results (--output JSON) and sweep folders, one axes",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
+    p.add_argument("--out", default="regret.png", help="PNG file to write")
+    p.add_argument("--title", default=None)
+    p.add_argument("--band", default="std", choices=("std", "stderr"), help="shaded band: ±1 std or ±1 s.e.")
+    p.add_argument("--logx", action="store_true", help="log x-axis")
+    p.add_argument("--logy", action="store_true", help="log y-axis")
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
     _sweep_parser(sub)
+    _reproduce_parser(sub)
+    _plot_parser(sub)
     return parser
+
+
+def cmd_reproduce(args) -> int:
+    from fedpne_jax.reproduce import reproduce
+    reproduce(args.figures, out=args.out, quick=args.quick, seeds=args.seeds, progress=not args.no_progress,
+              memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot)
+    return 0
+
+
+def cmd_plot(args) -> int:
+    import os
+    from fedpne_jax.plot import plot_results
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):
+        raise ValueError(f"--out: the folder of {args.out!r} does not exist")
+    path = plot_results(args.results, args.out, title=args.title, band=args.band,
+                        xscale="log" if args.logx else "linear", yscale="log" if args.logy else "linear")
+    print(f"wrote {path}")
+    return 0
 
 
 def parse_settings(items) -> dict:
@@ -186,11 +240,12 @@ def cmd_sweep(args) -> int:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.distributed:
+        if getattr(args, "distributed", False):
             from fedpne_jax import sharding
             sharding.initialize(args.coordinator, args.num_processes, args.process_id)
-        return cmd_sweep(args) if args.command == "sweep" else cmd_run(args)
-    except (ValueError, CapacityError, ObjectiveError) as err:
+        commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot}
+        return commands[args.command](args)
+    except (ValueError, MissingExtra, CapacityError, ObjectiveError) as err:
         print(f"fedpne: error: {err}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,417 @@
+"""The paper's figures and the new studies, as sweeps plus the numbers each figure shows.
+
+A *study* is one sweep definition (:mod:`fedpne_jax.sweep`) in two sizes: ``full`` (the paper's
+setting, hundreds of seeds where a run is cheap) and ``quick`` (small T, few seeds: every figure in
+minutes on a laptop, for smoke tests).  A *figure* names the studies it reads and turns their results
+into panels of series (:func:`build`): plain data (JSON/CSV next to the PNG, :mod:`fedpne_jax.plot`
+draws it, :mod:`fedpne_jax.summary` judges the paper's claims from it).  Studies shared by figures
+(Fig. 3 and Fig. 6 read the same synthetic comparison) run once.
+
+Settings the paper does not state are chosen here and written into every figure's JSON (the sweep
+definitions): M = 10 clients and T = 10^4 rounds on the synthetic functions, Gaussian noise of
+standard deviation 0.1, Fed-PNE with its App. E parameters (nu1 = 1, rho = 0.5, c = 0.1, c1 = 1),
+HCT as PyXAB runs it (``expand='pyxab'``, nu1 = 1, rho = 0.75), Fed1-UCB with kappa = 1, KernelTS
+and FN-UCB with their public codes' defaults.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+
+from fedpne_jax.result import LABELS
+
+SYNTHETIC = ("garland", "doublesine")
+REAL = ("landmine", "covid")
+TITLES = {"garland": "Garland", "doublesine": "DoubleSine", "landmine": "Landmine", "covid": "COVID",
+          "digits": "Digits MLP"}
+NOISE = "gaussian:0.1"
+HCT = {"expand": "pyxab", "nu": 1.0, "rho": 0.75}      # App. E: PyXAB's HCT with nu1 = 1, rho = 0.75
+COMPARED = ("fedpne", "hct", "kernelts", "fed1ucb", "fnucb")     # Fig. 3's algorithms, in its legend order
+REGRET_AXIS = "cumulative regret (per client for federated)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    """M, T and seeds of a study in one mode."""
+    horizon: tuple
+    seeds: int
+    clients: tuple = (10,)
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    name: str
+    objectives: tuple             # names or objective tables (see fedpne_jax.sweep)
+    algorithms: tuple
+    full: Size
+    quick: Size
+    params: dict = dataclasses.field(default_factory=dict)      # per algorithm: {name: {param: value}}
+    grid: dict = dataclasses.field(default_factory=dict)        # per algorithm: {name: {param: [values]}}
+    quick_grid: dict = dataclasses.field(default_factory=dict)  # the grid in quick mode, where it differs
+    minutes: float = 0.0          # measured full-mode run time on a 2-core CPU (compilation included)
+
+    def definition(self, quick: bool = False, seeds: int | None = None) -> dict:
+        size = self.quick if quick else self.full
+        raw = {"objectives": list(self.objectives), "algorithms": list(self.algorithms),
+               "clients": list(size.clients), "horizon": list(size.horizon),
+               "seeds": size.seeds if seeds is None else seeds,
+               "params": {"noise": NOISE, "checkpoints": 20 if quick else 50}}
+        for name in self.algorithms:
+            table = {}
+            if self.params.get(name):
+                table["params"] = dict(self.params[name])
+            grid = (self.quick_grid if quick and name in self.quick_grid else self.grid).get(name)
+            if grid:
+                table["grid"] = {k: list(v) for k, v in grid.items()}
+            if table:
+                raw[name] = table
+        return raw
+
+
+def _decades(lo: int, hi: int, per_decade: int = 2) -> tuple:
+    """Horizons from 10^lo to 10^hi, ``per_decade`` per decade, rounded to integers."""
+    steps = (hi - lo) * per_decade
+    return tuple(int(round(10 ** (lo + i / per_decade))) for i in range(steps + 1))
+
+
+# Clients' objectives f + p_m with zero-sum smooth random p_m (objectives/heterogeneity.py), by amplitude.
+FOURIER = tuple({"name": f, "heterogeneity": "fourier", "amplitude": a} for f in SYNTHETIC for a in (0.0, 0.1, 0.3, 1.0, 3.0))
+
+STUDIES = {s.name: s for s in [
+    Study("compare-synthetic", SYNTHETIC, ("fedpne", "hct", "kernelts", "fed1ucb", "bo", "bbo"),
+          full=Size((10_000,), 100), quick=Size((300,), 4), params={"hct": HCT}, minutes=3),
+    # FN-UCB trains M networks every round: 20 seeds cost as much as the rest of the comparison.
+    Study("compare-synthetic-fnucb", SYNTHETIC, ("fnucb",), full=Size((10_000,), 20), quick=Size((100,), 2),
+          minutes=3),
+    # KernelTS evaluates every candidate once per run: 10 x 10 candidates on the 2-D landmine box and
+    # 5 x 5 x 5 on the 3-D digits box keep that to the cost of the other algorithms' runs.
+    Study("compare-landmine", ("landmine",), COMPARED, full=Size((500,), 10, (4,)),
+          quick=Size((20,), 2, (2,)), params={"hct": HCT, "kernelts": {"num_candidates": 100}}, minutes=6),
+    Study("compare-covid", ("covid",), ("fedpne", "hct", "kernelts", "fed1ucb"), full=Size((10_000,), 100, (8,)),
+          quick=Size((300,), 4, (8,)), params={"hct": HCT}, minutes=2),
+    Study("compare-covid-fnucb", ("covid",), ("fnucb",), full=Size((10_000,), 20, (8,)), quick=Size((100,), 2, (8,)),
+          minutes=3),
+    Study("compare-digits", ("digits",), COMPARED, full=Size((300,), 8, (10,)), quick=Size((15,), 2, (3,)),
+          params={"hct": HCT, "kernelts": {"num_candidates": 125}}, minutes=5),
+    Study("arms", SYNTHETIC, ("fed1ucb",), full=Size((10_000,), 100), quick=Size((300,), 4),
+          grid={"fed1ucb": {"arms": (10, 30, 100, 300, 1000)}}, quick_grid={"fed1ucb": {"arms": (10, 100, 1000)}},
+          minutes=1),
+    Study("clients-synthetic", SYNTHETIC, ("fedpne",), full=Size((10_000,), 100, (1, 3, 10, 30, 100)),
+          quick=Size((300,), 4, (1, 10)), minutes=1),
+    Study("clients-landmine", ("landmine",), ("fedpne",), full=Size((500,), 5, (1, 2, 4, 8)),
+          quick=Size((20,), 2, (1, 2)), minutes=6),
+    Study("clients-covid", ("covid",), ("fedpne",), full=Size((10_000,), 100, (1, 2, 4, 8)),
+          quick=Size((300,), 4, (1, 8)), minutes=1),
+    Study("clients-digits", ("digits",), ("fedpne",), full=Size((300,), 8, (1, 2, 5, 10)),
+          quick=Size((15,), 2, (1, 3)), minutes=6),
+    Study("horizons-synthetic", SYNTHETIC, ("fedpne",), full=Size(_decades(2, 6), 100), quick=Size((100, 1000), 4),
+          minutes=2),
+    Study("horizons-landmine", ("landmine",), ("fedpne",), full=Size((50, 150, 500, 1500), 4, (4,)),
+          quick=Size((10, 30), 2, (2,)), minutes=8),
+    Study("horizons-covid", ("covid",), ("fedpne",), full=Size(_decades(2, 6), 100, (8,)),
+          quick=Size((100, 1000), 4, (8,)), minutes=1),
+    Study("privacy", SYNTHETIC, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
+          params={"fedpne": {"dp_delta": 0.1}},          # delta = 1/M, M = 10 (Thm. D.2's setting)
+          grid={"fedpne": {"dp_epsilon": (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)}}, minutes=1),
+    Study("heterogeneity", FOURIER, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4), minutes=1),
+    # BBO pools the clients' values as if they came from one objective, so differing optima mislead it.
+    Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((100,), 2), minutes=2),
+    Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
+          grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
+          minutes=1),
+]}
+
+
+# ---------------------------------------------------------------------------------------------- series
+
+def _stats(values: np.ndarray, axis: int = 0):
+    """Mean, std (ddof = 1) and standard error over ``axis``, and the count."""
+    values = np.asarray(values, np.float64)
+    n = values.shape[axis]
+    mean = values.mean(axis=axis)
+    std = values.std(axis=axis, ddof=1) if n > 1 else np.zeros_like(mean)
+    return mean, std, std / math.sqrt(n), n
+
+
+def curve(res, i: int, label: str, key) -> dict:
+    """Configuration i's regret curve: mean ± std over seeds at the checkpoints, and its final regret."""
+    mean, std, err, n = _stats(res.curves[i])
+    fmean, fstd, ferr, _ = _stats(res.final_regret[i])
+    return {"key": key, "label": label, "config": res.configs[i], "x": res.checkpoints[i].tolist(),
+            "mean": mean.tolist(), "std": std.tolist(), "stderr": err.tolist(), "runs": n,
+            "final": {"mean": float(fmean), "std": float(fstd), "stderr": float(ferr)}}
+
+
+def points(key, label, x, samples) -> dict:
+    """A series of per-x samples (list of (S,) arrays): mean ± std and standard error at each x."""
+    stats = [_stats(s) for s in samples]
+    return {"key": key, "label": label, "x": list(x), "mean": [float(s[0]) for s in stats],
+            "std": [float(s[1]) for s in stats], "stderr": [float(s[2]) for s in stats], "runs": stats[0][3]}
+
+
+def _one(res, **labels) -> int:
+    found = res.find(**labels)
+    if len(found) != 1:
+        raise ValueError(f"{res.path}: expected one configuration with {labels}, found {len(found)}")
+    return found[0]
+
+
+def _label(name: str) -> str:
+    return LABELS.get(name, name)
+
+
+def _algorithm_curves(results: list, objective: str, names) -> list[dict]:
+    out = []
+    for name in names:
+        for res in results:
+            found = res.find(objective=objective, algorithm=name)
+            if found:
+                out.append(curve(res, found[0], _label(name), name))
+                break
+    return out
+
+
+def _regret_panel(panel_id, title, series, xlabel="round t") -> dict:
+    return {"id": panel_id, "title": title, "kind": "curves", "band": "std", "xlabel": xlabel,
+            "ylabel": REGRET_AXIS, "series": series}
+
+
+# --------------------------------------------------------------------------------------------- figures
+
+def _fig3(r) -> list[dict]:
+    sources = {"garland": [r["compare-synthetic"], r["compare-synthetic-fnucb"]],
+               "doublesine": [r["compare-synthetic"], r["compare-synthetic-fnucb"]],
+               "landmine": [r["compare-landmine"]],
+               "covid": [r["compare-covid"], r["compare-covid-fnucb"]]}
+    return [_regret_panel(f"({'abcd'[i]})", f"({'abcd'[i]}) {TITLES[o]}", _algorithm_curves(sources[o], o, COMPARED))
+            for i, o in enumerate(SYNTHETIC + REAL)]
+
+
+def _fig6(r) -> list[dict]:
+    return [_regret_panel(f"({'ab'[i]})", f"({'ab'[i]}) {TITLES[o]}",
+                          _algorithm_curves([r["compare-synthetic"]], o, ("fedpne", "hct", "bo", "bbo")))
+            for i, o in enumerate(SYNTHETIC)]
+
+
+def _arms(r) -> list[dict]:
+    res = r["arms"]
+    panels = []
+    for i, o in enumerate(SYNTHETIC):
+        series = [curve(res, j, f"K = {res.configs[j]['arms']}", None) for j in res.find(objective=o)]
+        panels.append(_regret_panel(f"({'ab'[i]})", f"({'ab'[i]}) Fed1-UCB on {TITLES[o]}", series))
+    return panels
+
+
+def _clients(r) -> list[dict]:
+    panels = []
+    for i, (o, study) in enumerate([(o, "clients-synthetic") for o in SYNTHETIC]
+                                   + [("landmine", "clients-landmine"), ("covid", "clients-covid")]):
+        res = r[study]
+        series = [curve(res, j, f"M = {res.configs[j]['num_clients']}", None) for j in res.find(objective=o)]
+        panels.append(_regret_panel(f"({'abcd'[i]})", f"({'abcd'[i]}) Fed-PNE on {TITLES[o]}", series))
+    return panels
+
+
+def _communication(r) -> list[dict]:
+    rounds, uploads = [], []
+    for o, study in [(o, "horizons-synthetic") for o in SYNTHETIC] + [("landmine", "horizons-landmine"),
+                                                                     ("covid", "horizons-covid")]:
+        res = r[study]
+        index = res.find(objective=o)
+        T = [res.configs[j]["horizon"] for j in index]
+        M = res.configs[index[0]]["num_clients"]
+        rounds.append({"id": "", "title": f"{TITLES[o]} (M = {M})", "kind": "points", "band": "std",
+                       "xlabel": "horizon T (rounds)", "ylabel": "communication rounds (phases)", "xscale": "log",
+                       "series": [points("fedpne", "Fed-PNE", T, [res.metrics["phases"][j] for j in index])]})
+        uploads.append({"id": "", "title": f"{TITLES[o]} (M = {M})", "kind": "points", "band": "std",
+                        "xlabel": "horizon T (rounds)", "ylabel": "uploaded values per client", "xscale": "log",
+                        "series": [points("fedpne", "Fed-PNE", T, [res.metrics["uploads"][j] / M for j in index])]})
+    panels = rounds + uploads
+    for i, p in enumerate(panels):
+        p["id"] = f"({'abcdefgh'[i]})"
+        p["title"] = f"{p['id']} {p['title']}"
+    return panels
+
+
+def _digits(r) -> list[dict]:
+    res = r["compare-digits"]
+    M = res.definition["clients"][0]
+    a = _regret_panel("(a)", f"(a) algorithms, M = {M}", _algorithm_curves([res], "digits", COMPARED))
+    res = r["clients-digits"]
+    b = _regret_panel("(b)", "(b) Fed-PNE, several M",
+                      [curve(res, j, f"M = {res.configs[j]['num_clients']}", None) for j in res.find()])
+    for p in (a, b):
+        p["ylabel"] = "cumulative regret (1 - test accuracy)"
+    return [a, b]
+
+
+def _privacy(r) -> list[dict]:
+    res, base = r["privacy"], r["compare-synthetic"]
+    panels = []
+    for i, o in enumerate(SYNTHETIC):
+        index = res.find(objective=o)
+        eps = [res.configs[j]["dp_epsilon"] for j in index]
+        series = [points("dp-fedpne", "DP-Fed-PNE", eps, [res.final_regret[j] for j in index])]
+        ref = base.final_regret[_one(base, objective=o, algorithm="fedpne")]
+        mean, std, err, n = _stats(ref)
+        mean = float(mean)
+        panels.append({"id": f"({'ab'[i]})", "title": f"({'ab'[i]}) {TITLES[o]}", "kind": "points", "band": "stderr",
+                       "xlabel": "privacy budget ε (δ = 1/M)", "ylabel": "final regret R(T)/M", "xscale": "log",
+                       "series": series, "lines": [{"x": [min(eps), max(eps)], "y": [mean, mean],
+                                                    "label": f"Fed-PNE without DP ({mean:.4g})"}],
+                       "reference": {"label": "Fed-PNE without DP", "mean": mean, "std": float(std),
+                                     "stderr": float(err), "runs": n}})
+    return panels
+
+
+def _heterogeneity(r) -> list[dict]:
+    panels = []
+    for i, o in enumerate(SYNTHETIC):
+        series = []
+        for res in (r["heterogeneity"], r["heterogeneity-bbo"]):
+            index = res.find(objective=o)
+            name = res.configs[index[0]]["algorithm"]
+            series.append(points(name, _label(name), [res.configs[j]["amplitude"] for j in index],
+                                 [res.final_regret[j] for j in index]))
+        panels.append({"id": f"({'ab'[i]})", "title": f"({'ab'[i]}) {TITLES[o]}", "kind": "points", "band": "stderr",
+                       "xlabel": "amplitude of the clients' Fourier perturbations", "ylabel": "final regret R(T)/M",
+                       "xscale": "symlog", "series": series})
+    return panels
+
+
+def slope(T, final_regret, draws: int = 200) -> dict:
+    """Least-squares slope of log mean regret against log T, with a bootstrap over seeds for its
+    standard error (fixed resampling seed: the same data give the same numbers)."""
+    logT = np.log(np.asarray(T, float))
+    data = np.stack([np.asarray(f, float) for f in final_regret])       # (len(T), S)
+    return _fit(logT, data, draws)
+
+
+def upper_slope(T, final_regret, draws: int = 200) -> dict:
+    """:func:`slope` over the horizons from the geometric middle of the range up (at least two):
+    Thm. 3.1's rate is asymptotic, the M-dependent first term of its bound weighs on small T."""
+    T = np.asarray(T, float)
+    keep = T >= np.sqrt(T.min() * T.max())
+    if keep.sum() < 2:
+        keep[-2:] = True
+    fit = slope(T[keep], [f for f, k in zip(final_regret, keep) if k], draws)
+    return dict(fit, from_T=int(T[keep].min()), to_T=int(T.max()))
+
+
+def _fit(logT, data, draws):
+    fit = lambda d: np.polyfit(logT, np.log(d.mean(axis=1)), 1)
+    b, a = fit(data)
+    rng = np.random.default_rng(0)
+    S = data.shape[1]
+    boot = [fit(data[:, rng.integers(0, S, S)])[0] for _ in range(draws)] if S > 1 else [b]
+    return {"slope": float(b), "intercept": float(a), "stderr": float(np.std(boot, ddof=1)) if S > 1 else 0.0}
+
+
+def _rate(r) -> list[dict]:
+    res = r["horizons-synthetic"]
+    panels = []
+    for i, o in enumerate(SYNTHETIC):
+        index = res.find(objective=o)
+        T = np.array([res.configs[j]["horizon"] for j in index])
+        finals = [res.final_regret[j] for j in index]
+        fit = upper_slope(T, finals)
+        fitted = T[T >= fit["from_T"]]
+        lines = [{"x": fitted.tolist(), "y": np.exp(fit["intercept"] + fit["slope"] * np.log(fitted)).tolist(),
+                  "style": "-", "label": f"fit for T ≥ {fit['from_T']:,}: slope {fit['slope']:.3f} ± {fit['stderr']:.3f}"}]
+        for d, style in [(0, "--"), (1, ":")]:
+            rate = (d + 1) / (d + 2)
+            # Reference lines start at the first point so only the slopes are compared.
+            y0 = float(np.mean(finals[0]))
+            lines.append({"x": [float(T[0]), float(T[-1])], "y": [y0, y0 * (T[-1] / T[0]) ** rate], "style": style,
+                          "label": f"T^{{(d+1)/(d+2)}}, d = {d}: slope {rate:.3g}"})
+        panels.append({"id": f"({'ab'[i]})", "title": f"({'ab'[i]}) {TITLES[o]}, M = {res.definition['clients'][0]}",
+                       "kind": "points", "band": "stderr", "xlabel": "horizon T (rounds)",
+                       "ylabel": "final regret R(T)/M", "xscale": "log", "yscale": "log",
+                       "series": [points("fedpne", "Fed-PNE", T.tolist(), finals)], "lines": lines, "fit": fit})
+    return panels
+
+
+def _sensitivity(r) -> list[dict]:
+    res = r["sensitivity"]
+    grid = res.definition["per_algorithm"]["fedpne"]["grid"]
+    cs, rhos = grid["c"], grid["rho"]
+    series = [points(None, f"ρ = {rho:g}", cs, [res.final_regret[_one(res, c=c, rho=rho)] for c in cs]) for rho in rhos]
+    return [{"id": "", "title": f"Fed-PNE on Garland, M = {res.definition['clients'][0]}, "
+                                f"T = {res.definition['horizon'][0]}: final regret R(T)/M",
+             "kind": "heatmap", "band": "stderr", "xlabel": "confidence constant c", "ylabel": "smoothness ρ",
+             "colorbar": "mean final regret R(T)/M", "series": series}]
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    name: str
+    title: str
+    studies: tuple
+    panels: Callable              # {study name: SweepResults} -> list of panel dicts
+    columns: int = 4
+    paper: str = ""               # where the paper shows it ("" for new studies)
+    panel_width: float = 4.0      # inches
+
+
+FIGURES = {f.name: f for f in [
+    Figure("fig3", "Cumulative regret on the synthetic functions and the real-life datasets (mean ± 1 std)",
+           ("compare-synthetic", "compare-synthetic-fnucb", "compare-landmine", "compare-covid",
+            "compare-covid-fnucb"), _fig3, paper="Figure 3"),
+    Figure("fig6", "Fed-PNE, HCT and Bayesian optimisation on the synthetic functions (mean ± 1 std)",
+           ("compare-synthetic",), _fig6, columns=2, paper="Figure 6 (App. E)"),
+    Figure("arms", "Fed1-UCB with K grid arms (mean ± 1 std)", ("arms",), _arms, columns=2,
+           paper="Figure 4 (App. E)"),
+    Figure("clients", "Fed-PNE's per-client regret for several numbers of clients M (mean ± 1 std)",
+           ("clients-synthetic", "clients-landmine", "clients-covid"), _clients, paper="Figure 8 (App. E)"),
+    Figure("communication", "Fed-PNE's communication: rounds (top) and uploaded values per client (bottom) "
+                            "vs T (mean ± 1 std)",
+           ("horizons-synthetic", "horizons-landmine", "horizons-covid"), _communication,
+           paper="Figure 9 (App. E)"),
+    Figure("digits", "Tuning an MLP on handwritten digits (mean ± 1 std)", ("compare-digits", "clients-digits"),
+           _digits, columns=2, paper="Figure 10 (App. E, MNIST)"),
+    Figure("privacy", "DP-Fed-PNE: final regret vs privacy budget (mean ± 1 s.e.)", ("privacy", "compare-synthetic"),
+           _privacy, columns=2),
+    Figure("heterogeneity", "Clients with differing optima: regret on the global objective (mean ± 1 s.e.)",
+           ("heterogeneity", "heterogeneity-bbo"),
+           _heterogeneity, columns=2),
+    Figure("rate", "Regret growth in T against the (d+1)/(d+2) rate (mean ± 1 s.e., log-log)",
+           ("horizons-synthetic",), _rate, columns=2),
+    Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ (one compiled call)", ("sensitivity",), _sensitivity,
+           columns=1, panel_width=6.5),
+]}
+NAMES = tuple(FIGURES)
+
+
+def studies_of(names) -> list[str]:
+    """The studies the figures need, each once, in a stable order."""
+    out = []
+    for name in names:
+        for study in FIGURES[name].studies:
+            if study not in out:
+                out.append(study)
+    return out
+
+
+def build(name: str, results: dict) -> dict:
+    """Figure ``name`` as data: title, panels (each a list of series), the studies' definitions."""
+    figure = FIGURES[name]
+    return {"figure": name, "title": figure.title, "paper": figure.paper, "columns": figure.columns,
+            "panel_width": figure.panel_width,
+            "panels": figure.panels(results),
+            "studies": {s: {"path": results[s].path, "hash": results[s].hash, "definition": results[s].definition}
+                        for s in figure.studies}}
+
+
+def rows(figure: dict) -> list[dict]:
+    """The figure's numbers as flat rows (the CSV file): one per panel, series and x."""
+    out = []
+    for panel in figure["panels"]:
+        for s in panel["series"]:
+            for j, x in enumerate(s["x"]):
+                out.append({"figure": figure["figure"], "panel": panel["title"], "series": s["label"],
+                            "algorithm": s.get("key") or "", "x": x, "mean": s["mean"][j], "std": s["std"][j],
+                            "stderr": s["stderr"][j], "runs": s["runs"]})
+    return out
