@@ -84,7 +84,7 @@ STUDIES = {s.name: s for s in [
     Study("compare-synthetic", SYNTHETIC, ("fedpne", "hct", "kernelts", "fed1ucb", "bo", "bbo"),
           full=Size((10_000,), 100), quick=Size((300,), 4), params={"hct": HCT}, minutes=3),
     # FN-UCB trains M networks every round: 20 seeds cost as much as the rest of the comparison.
-    Study("compare-synthetic-fnucb", SYNTHETIC, ("fnucb",), full=Size((10_000,), 20), quick=Size((100,), 2),
+    Study("compare-synthetic-fnucb", SYNTHETIC, ("fnucb",), full=Size((10_000,), 20), quick=Size((300,), 2),
           minutes=3),
     # KernelTS evaluates every candidate once per run: 10 x 10 candidates on the 2-D landmine box and
     # 5 x 5 x 5 on the 3-D digits box keep that to the cost of the other algorithms' runs.
@@ -92,7 +92,7 @@ STUDIES = {s.name: s for s in [
           quick=Size((20,), 2, (2,)), params={"hct": HCT, "kernelts": {"num_candidates": 100}}, minutes=6),
     Study("compare-covid", ("covid",), ("fedpne", "hct", "kernelts", "fed1ucb"), full=Size((10_000,), 100, (8,)),
           quick=Size((300,), 4, (8,)), params={"hct": HCT}, minutes=2),
-    Study("compare-covid-fnucb", ("covid",), ("fnucb",), full=Size((10_000,), 20, (8,)), quick=Size((100,), 2, (8,)),
+    Study("compare-covid-fnucb", ("covid",), ("fnucb",), full=Size((10_000,), 20, (8,)), quick=Size((300,), 2, (8,)),
           minutes=3),
     Study("compare-digits", ("digits",), COMPARED, full=Size((300,), 8, (10,)), quick=Size((15,), 2, (3,)),
           params={"hct": HCT, "kernelts": {"num_candidates": 125}}, minutes=5),
@@ -118,7 +118,7 @@ STUDIES = {s.name: s for s in [
           grid={"fedpne": {"dp_epsilon": (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)}}, minutes=1),
     Study("heterogeneity", FOURIER, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4), minutes=1),
     # BBO pools the clients' values as if they came from one objective, so differing optima mislead it.
-    Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((100,), 2), minutes=2),
+    Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=2),
     Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
           minutes=1),
@@ -127,9 +127,15 @@ STUDIES = {s.name: s for s in [
 
 # ---------------------------------------------------------------------------------------------- series
 
-def _stats(values: np.ndarray, axis: int = 0):
-    """Mean, std (ddof = 1) and standard error over ``axis``, and the count."""
+SCHEMA = 1       # version of a figure's JSON layout; the summary skips files of another version
+
+
+def stats(values, axis: int = 0):
+    """Mean, std (ddof = 1; 0 for one run) and standard error over ``axis``, and the count.  NaN is an
+    error: a figure must never average a failed run away."""
     values = np.asarray(values, np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("a figure's data hold NaN or inf (an unfinished or failed run)")
     n = values.shape[axis]
     mean = values.mean(axis=axis)
     std = values.std(axis=axis, ddof=1) if n > 1 else np.zeros_like(mean)
@@ -138,8 +144,8 @@ def _stats(values: np.ndarray, axis: int = 0):
 
 def curve(res, i: int, label: str, key) -> dict:
     """Configuration i's regret curve: mean ± std over seeds at the checkpoints, and its final regret."""
-    mean, std, err, n = _stats(res.curves[i])
-    fmean, fstd, ferr, _ = _stats(res.final_regret[i])
+    mean, std, err, n = stats(res.curves[i])
+    fmean, fstd, ferr, _ = stats(res.final_regret[i])
     return {"key": key, "label": label, "config": res.configs[i], "x": res.checkpoints[i].tolist(),
             "mean": mean.tolist(), "std": std.tolist(), "stderr": err.tolist(), "runs": n,
             "final": {"mean": float(fmean), "std": float(fstd), "stderr": float(ferr)}}
@@ -147,9 +153,9 @@ def curve(res, i: int, label: str, key) -> dict:
 
 def points(key, label, x, samples) -> dict:
     """A series of per-x samples (list of (S,) arrays): mean ± std and standard error at each x."""
-    stats = [_stats(s) for s in samples]
-    return {"key": key, "label": label, "x": list(x), "mean": [float(s[0]) for s in stats],
-            "std": [float(s[1]) for s in stats], "stderr": [float(s[2]) for s in stats], "runs": stats[0][3]}
+    s = [stats(v) for v in samples]
+    return {"key": key, "label": label, "x": list(x), "mean": [float(v[0]) for v in s],
+            "std": [float(v[1]) for v in s], "stderr": [float(v[2]) for v in s], "runs": s[0][3]}
 
 
 def _one(res, **labels) -> int:
@@ -164,130 +170,152 @@ def _label(name: str) -> str:
 
 
 def _algorithm_curves(results: list, objective: str, names) -> list[dict]:
+    """One curve per algorithm, from whichever study ran it on ``objective``."""
     out = []
     for name in names:
-        for res in results:
-            found = res.find(objective=objective, algorithm=name)
-            if found:
-                out.append(curve(res, found[0], _label(name), name))
-                break
+        holders = [res for res in results if res.find(objective=objective, algorithm=name)]
+        if len(holders) > 1:
+            raise ValueError(f"{name} on {objective} is in several studies: {[r.path for r in holders]}")
+        if holders:
+            res = holders[0]
+            out.append(curve(res, _one(res, objective=objective, algorithm=name), _label(name), name))
     return out
 
 
-def _regret_panel(panel_id, title, series, xlabel="round t") -> dict:
-    return {"id": panel_id, "title": title, "kind": "curves", "band": "std", "xlabel": xlabel,
-            "ylabel": REGRET_AXIS, "series": series}
+def _regret_panel(objective, title, series, ylabel=REGRET_AXIS) -> dict:
+    ends = {s["x"][-1] for s in series}
+    if len(ends) > 1:
+        # Final regrets are compared across a panel: every curve must end at the same T.
+        raise ValueError(f"{title}: the curves end at different horizons {sorted(ends)}")
+    return {"objective": objective, "title": title, "kind": "curves", "band": "std", "xlabel": "round t",
+            "ylabel": ylabel, "series": series}
+
+
+def _by_parameter(res, objective, name, label) -> list[dict]:
+    """Curves of the configurations of ``objective`` that differ in parameter ``name``."""
+    return [curve(res, j, f"{label} = {res.configs[j][name]}", None) for j in res.find(objective=objective)]
+
+
+def _final_points(objective, title, xlabel, series, **extra) -> dict:
+    return {"objective": objective, "title": title, "kind": "points", "band": "stderr", "xlabel": xlabel,
+            "ylabel": "final regret R(T)/M", "series": series, **extra}
 
 
 # --------------------------------------------------------------------------------------------- figures
 
+SOURCES = {"garland": ("synthetic",), "doublesine": ("synthetic",), "landmine": ("landmine",),
+           "covid": ("covid",), "digits": ("digits",)}
+
+
+def _studies(r, prefix: str, objective: str) -> list:
+    """The studies named ``prefix-<source>`` (and ``prefix-<source>-fnucb``) that hold ``objective``."""
+    out = []
+    for source in SOURCES[objective]:
+        out += [r[name] for name in (f"{prefix}-{source}", f"{prefix}-{source}-fnucb") if name in r]
+    return out
+
+
 def _fig3(r) -> list[dict]:
-    sources = {"garland": [r["compare-synthetic"], r["compare-synthetic-fnucb"]],
-               "doublesine": [r["compare-synthetic"], r["compare-synthetic-fnucb"]],
-               "landmine": [r["compare-landmine"]],
-               "covid": [r["compare-covid"], r["compare-covid-fnucb"]]}
-    return [_regret_panel(f"({'abcd'[i]})", f"({'abcd'[i]}) {TITLES[o]}", _algorithm_curves(sources[o], o, COMPARED))
-            for i, o in enumerate(SYNTHETIC + REAL)]
+    return [_regret_panel(o, TITLES[o], _algorithm_curves(_studies(r, "compare", o), o, COMPARED))
+            for o in SYNTHETIC + REAL]
 
 
 def _fig6(r) -> list[dict]:
-    return [_regret_panel(f"({'ab'[i]})", f"({'ab'[i]}) {TITLES[o]}",
-                          _algorithm_curves([r["compare-synthetic"]], o, ("fedpne", "hct", "bo", "bbo")))
-            for i, o in enumerate(SYNTHETIC)]
+    return [_regret_panel(o, TITLES[o], _algorithm_curves([r["compare-synthetic"]], o, ("fedpne", "hct", "bo", "bbo")))
+            for o in SYNTHETIC]
 
 
 def _arms(r) -> list[dict]:
-    res = r["arms"]
-    panels = []
-    for i, o in enumerate(SYNTHETIC):
-        series = [curve(res, j, f"K = {res.configs[j]['arms']}", None) for j in res.find(objective=o)]
-        panels.append(_regret_panel(f"({'ab'[i]})", f"({'ab'[i]}) Fed1-UCB on {TITLES[o]}", series))
-    return panels
+    return [_regret_panel(o, f"Fed1-UCB on {TITLES[o]}", _by_parameter(r["arms"], o, "arms", "K")) for o in SYNTHETIC]
 
 
 def _clients(r) -> list[dict]:
-    panels = []
-    for i, (o, study) in enumerate([(o, "clients-synthetic") for o in SYNTHETIC]
-                                   + [("landmine", "clients-landmine"), ("covid", "clients-covid")]):
-        res = r[study]
-        series = [curve(res, j, f"M = {res.configs[j]['num_clients']}", None) for j in res.find(objective=o)]
-        panels.append(_regret_panel(f"({'abcd'[i]})", f"({'abcd'[i]}) Fed-PNE on {TITLES[o]}", series))
-    return panels
+    return [_regret_panel(o, f"Fed-PNE on {TITLES[o]}", _by_parameter(_studies(r, "clients", o)[0], o, "num_clients", "M"))
+            for o in SYNTHETIC + REAL]
 
 
 def _communication(r) -> list[dict]:
     rounds, uploads = [], []
-    for o, study in [(o, "horizons-synthetic") for o in SYNTHETIC] + [("landmine", "horizons-landmine"),
-                                                                     ("covid", "horizons-covid")]:
-        res = r[study]
+    for o in SYNTHETIC + REAL:
+        res = _studies(r, "horizons", o)[0]
         index = res.find(objective=o)
         T = [res.configs[j]["horizon"] for j in index]
         M = res.configs[index[0]]["num_clients"]
-        rounds.append({"id": "", "title": f"{TITLES[o]} (M = {M})", "kind": "points", "band": "std",
-                       "xlabel": "horizon T (rounds)", "ylabel": "communication rounds (phases)", "xscale": "log",
-                       "series": [points("fedpne", "Fed-PNE", T, [res.metrics["phases"][j] for j in index])]})
-        uploads.append({"id": "", "title": f"{TITLES[o]} (M = {M})", "kind": "points", "band": "std",
-                        "xlabel": "horizon T (rounds)", "ylabel": "uploaded values per client", "xscale": "log",
-                        "series": [points("fedpne", "Fed-PNE", T, [res.metrics["uploads"][j] / M for j in index])]})
-    panels = rounds + uploads
-    for i, p in enumerate(panels):
-        p["id"] = f"({'abcdefgh'[i]})"
-        p["title"] = f"{p['id']} {p['title']}"
-    return panels
+        for panels, metric, ylabel, scale in [(rounds, "phases", "communication rounds (phases)", 1),
+                                              (uploads, "uploads", "uploaded values per client", M)]:
+            # The uploads metric counts every client's values; per client is the paper's measure.
+            panels.append({"objective": o, "metric": metric, "num_clients": M, "title": f"{TITLES[o]} (M = {M})",
+                           "kind": "points", "band": "std", "xlabel": "horizon T (rounds)", "ylabel": ylabel,
+                           "xscale": "log", "series": [points("fedpne", "Fed-PNE", T,
+                                                              [res.metrics[metric][j] / scale for j in index])]})
+    return rounds + uploads
 
 
 def _digits(r) -> list[dict]:
+    ylabel = "cumulative regret Σ(1 − test accuracy) per client"
     res = r["compare-digits"]
-    M = res.definition["clients"][0]
-    a = _regret_panel("(a)", f"(a) algorithms, M = {M}", _algorithm_curves([res], "digits", COMPARED))
-    res = r["clients-digits"]
-    b = _regret_panel("(b)", "(b) Fed-PNE, several M",
-                      [curve(res, j, f"M = {res.configs[j]['num_clients']}", None) for j in res.find()])
-    for p in (a, b):
-        p["ylabel"] = "cumulative regret (1 - test accuracy)"
+    a = _regret_panel("digits", f"algorithms, M = {res.definition['clients'][0]}",
+                      _algorithm_curves([res], "digits", COMPARED), ylabel)
+    b = _regret_panel("digits", "Fed-PNE, several M", _by_parameter(r["clients-digits"], "digits", "num_clients", "M"),
+                      ylabel)
     return [a, b]
 
 
 def _privacy(r) -> list[dict]:
     res, base = r["privacy"], r["compare-synthetic"]
     panels = []
-    for i, o in enumerate(SYNTHETIC):
+    for o in SYNTHETIC:
         index = res.find(objective=o)
         eps = [res.configs[j]["dp_epsilon"] for j in index]
-        series = [points("dp-fedpne", "DP-Fed-PNE", eps, [res.final_regret[j] for j in index])]
-        ref = base.final_regret[_one(base, objective=o, algorithm="fedpne")]
-        mean, std, err, n = _stats(ref)
-        mean = float(mean)
-        panels.append({"id": f"({'ab'[i]})", "title": f"({'ab'[i]}) {TITLES[o]}", "kind": "points", "band": "stderr",
-                       "xlabel": "privacy budget ε (δ = 1/M)", "ylabel": "final regret R(T)/M", "xscale": "log",
-                       "series": series, "lines": [{"x": [min(eps), max(eps)], "y": [mean, mean],
-                                                    "label": f"Fed-PNE without DP ({mean:.4g})"}],
-                       "reference": {"label": "Fed-PNE without DP", "mean": mean, "std": float(std),
-                                     "stderr": float(err), "runs": n}})
+        mean, std, err, n = stats(base.final_regret[_one(base, objective=o, algorithm="fedpne")])
+        reference = {"label": "Fed-PNE without DP", "mean": float(mean), "std": float(std), "stderr": float(err),
+                     "runs": n}
+        panels.append(_final_points(o, TITLES[o], "privacy budget ε (δ = 1/M)",
+                                    [points("dp-fedpne", "DP-Fed-PNE", eps, [res.final_regret[j] for j in index])],
+                                    xscale="log", reference=reference,
+                                    lines=[{"x": [min(eps), max(eps)], "y": [float(mean)] * 2,
+                                            "label": f"Fed-PNE without DP ({float(mean):.4g})"}]))
     return panels
 
 
 def _heterogeneity(r) -> list[dict]:
     panels = []
-    for i, o in enumerate(SYNTHETIC):
+    for o in SYNTHETIC:
         series = []
         for res in (r["heterogeneity"], r["heterogeneity-bbo"]):
             index = res.find(objective=o)
             name = res.configs[index[0]]["algorithm"]
             series.append(points(name, _label(name), [res.configs[j]["amplitude"] for j in index],
                                  [res.final_regret[j] for j in index]))
-        panels.append({"id": f"({'ab'[i]})", "title": f"({'ab'[i]}) {TITLES[o]}", "kind": "points", "band": "stderr",
-                       "xlabel": "amplitude of the clients' Fourier perturbations", "ylabel": "final regret R(T)/M",
-                       "xscale": "symlog", "series": series})
+        if series[0]["x"] != series[1]["x"] or _horizon(r, "heterogeneity", o) != _horizon(r, "heterogeneity-bbo", o):
+            raise ValueError(f"heterogeneity on {o}: the algorithms ran different amplitudes or horizons")
+        panels.append(_final_points(o, TITLES[o], "amplitude of the clients' Fourier perturbations", series,
+                                    xscale="symlog"))
     return panels
 
 
+def _horizon(r, study, objective) -> int:
+    res = r[study]
+    return res.configs[res.find(objective=objective)[0]]["horizon"]
+
+
 def slope(T, final_regret, draws: int = 200) -> dict:
-    """Least-squares slope of log mean regret against log T, with a bootstrap over seeds for its
-    standard error (fixed resampling seed: the same data give the same numbers)."""
+    """Least-squares slope of log mean regret against log T.  Its standard error combines a bootstrap
+    over seeds (fixed resampling seed: the same data give the same numbers) with the fit's own
+    residual error (a power law that does not fit is uncertain even with many seeds)."""
     logT = np.log(np.asarray(T, float))
     data = np.stack([np.asarray(f, float) for f in final_regret])       # (len(T), S)
-    return _fit(logT, data, draws)
+    y = np.log(data.mean(axis=1))
+    (b, a) = np.polyfit(logT, y, 1)
+    rng = np.random.default_rng(0)
+    S = data.shape[1]
+    boot = np.std([np.polyfit(logT, np.log(data[:, rng.integers(0, S, S)].mean(axis=1)), 1)[0]
+                   for _ in range(draws)], ddof=1) if S > 1 else 0.0
+    resid = 0.0
+    if logT.size > 2:
+        sse = ((y - (a + b * logT)) ** 2).sum() / (logT.size - 2)
+        resid = math.sqrt(sse / ((logT - logT.mean()) ** 2).sum())
+    return {"slope": float(b), "intercept": float(a), "stderr": float(math.hypot(boot, resid)), "points": int(logT.size)}
 
 
 def upper_slope(T, final_regret, draws: int = 200) -> dict:
@@ -301,19 +329,10 @@ def upper_slope(T, final_regret, draws: int = 200) -> dict:
     return dict(fit, from_T=int(T[keep].min()), to_T=int(T.max()))
 
 
-def _fit(logT, data, draws):
-    fit = lambda d: np.polyfit(logT, np.log(d.mean(axis=1)), 1)
-    b, a = fit(data)
-    rng = np.random.default_rng(0)
-    S = data.shape[1]
-    boot = [fit(data[:, rng.integers(0, S, S)])[0] for _ in range(draws)] if S > 1 else [b]
-    return {"slope": float(b), "intercept": float(a), "stderr": float(np.std(boot, ddof=1)) if S > 1 else 0.0}
-
-
 def _rate(r) -> list[dict]:
     res = r["horizons-synthetic"]
     panels = []
-    for i, o in enumerate(SYNTHETIC):
+    for o in SYNTHETIC:
         index = res.find(objective=o)
         T = np.array([res.configs[j]["horizon"] for j in index])
         finals = [res.final_regret[j] for j in index]
@@ -321,16 +340,15 @@ def _rate(r) -> list[dict]:
         fitted = T[T >= fit["from_T"]]
         lines = [{"x": fitted.tolist(), "y": np.exp(fit["intercept"] + fit["slope"] * np.log(fitted)).tolist(),
                   "style": "-", "label": f"fit for T ≥ {fit['from_T']:,}: slope {fit['slope']:.3f} ± {fit['stderr']:.3f}"}]
+        y0 = float(np.mean(finals[0]))
         for d, style in [(0, "--"), (1, ":")]:
             rate = (d + 1) / (d + 2)
             # Reference lines start at the first point so only the slopes are compared.
-            y0 = float(np.mean(finals[0]))
             lines.append({"x": [float(T[0]), float(T[-1])], "y": [y0, y0 * (T[-1] / T[0]) ** rate], "style": style,
-                          "label": f"T^{{(d+1)/(d+2)}}, d = {d}: slope {rate:.3g}"})
-        panels.append({"id": f"({'ab'[i]})", "title": f"({'ab'[i]}) {TITLES[o]}, M = {res.definition['clients'][0]}",
-                       "kind": "points", "band": "stderr", "xlabel": "horizon T (rounds)",
-                       "ylabel": "final regret R(T)/M", "xscale": "log", "yscale": "log",
-                       "series": [points("fedpne", "Fed-PNE", T.tolist(), finals)], "lines": lines, "fit": fit})
+                          "label": f"$T^{{(d+1)/(d+2)}}$, d = {d}: slope {rate:.3g}"})
+        panels.append(_final_points(o, f"{TITLES[o]}, M = {res.definition['clients'][0]}", "horizon T (rounds)",
+                                    [points("fedpne", "Fed-PNE", T.tolist(), finals)], xscale="log", yscale="log",
+                                    lines=lines, fit=fit))
     return panels
 
 
@@ -339,8 +357,10 @@ def _sensitivity(r) -> list[dict]:
     grid = res.definition["per_algorithm"]["fedpne"]["grid"]
     cs, rhos = grid["c"], grid["rho"]
     series = [points(None, f"ρ = {rho:g}", cs, [res.final_regret[_one(res, c=c, rho=rho)] for c in cs]) for rho in rhos]
-    return [{"id": "", "title": f"Fed-PNE on Garland, M = {res.definition['clients'][0]}, "
-                                f"T = {res.definition['horizon'][0]}: final regret R(T)/M",
+    for s, rho in zip(series, rhos):
+        s["rho"] = rho
+    return [{"objective": "garland", "title": f"Fed-PNE on Garland, M = {res.definition['clients'][0]}, "
+                                              f"T = {res.definition['horizon'][0]:,}: final regret R(T)/M",
              "kind": "heatmap", "band": "stderr", "xlabel": "confidence constant c", "ylabel": "smoothness ρ",
              "colorbar": "mean final regret R(T)/M", "series": series}]
 
@@ -375,12 +395,11 @@ FIGURES = {f.name: f for f in [
     Figure("privacy", "DP-Fed-PNE: final regret vs privacy budget (mean ± 1 s.e.)", ("privacy", "compare-synthetic"),
            _privacy, columns=2),
     Figure("heterogeneity", "Clients with differing optima: regret on the global objective (mean ± 1 s.e.)",
-           ("heterogeneity", "heterogeneity-bbo"),
-           _heterogeneity, columns=2),
+           ("heterogeneity", "heterogeneity-bbo"), _heterogeneity, columns=2),
     Figure("rate", "Regret growth in T against the (d+1)/(d+2) rate (mean ± 1 s.e., log-log)",
            ("horizons-synthetic",), _rate, columns=2),
-    Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ (one compiled call)", ("sensitivity",), _sensitivity,
-           columns=1, panel_width=6.5),
+    Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ", ("sensitivity",), _sensitivity, columns=1,
+           panel_width=6.5),
 ]}
 NAMES = tuple(FIGURES)
 
@@ -398,9 +417,12 @@ def studies_of(names) -> list[str]:
 def build(name: str, results: dict) -> dict:
     """Figure ``name`` as data: title, panels (each a list of series), the studies' definitions."""
     figure = FIGURES[name]
-    return {"figure": name, "title": figure.title, "paper": figure.paper, "columns": figure.columns,
-            "panel_width": figure.panel_width,
-            "panels": figure.panels(results),
+    panels = figure.panels({s: results[s] for s in figure.studies})
+    if len(panels) > 1:
+        for i, panel in enumerate(panels):
+            panel["title"] = f"({'abcdefghijklmnopqrstuvwxyz'[i]}) {panel['title']}"
+    return {"schema": SCHEMA, "figure": name, "title": figure.title, "paper": figure.paper, "columns": figure.columns,
+            "panel_width": figure.panel_width, "panels": panels,
             "studies": {s: {"path": results[s].path, "hash": results[s].hash, "definition": results[s].definition}
                         for s in figure.studies}}
 

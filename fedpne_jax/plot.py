@@ -147,11 +147,10 @@ def _sweep_series(path: str) -> list[dict]:
 
 
 def _series(key, label, x, curves) -> dict:
-    curves = np.asarray(curves, float)
-    n = curves.shape[0]
-    std = curves.std(axis=0, ddof=1) if n > 1 else np.zeros(curves.shape[1])
-    return {"key": key, "label": label, "x": np.asarray(x).tolist(), "mean": curves.mean(axis=0).tolist(),
-            "std": std.tolist(), "stderr": (std / math.sqrt(n)).tolist(), "runs": int(n)}
+    from fedpne_jax.figures import stats
+    mean, std, err, n = stats(curves)
+    return {"key": key, "label": label, "x": np.asarray(x).tolist(), "mean": mean.tolist(), "std": std.tolist(),
+            "stderr": err.tolist(), "runs": int(n)}
 
 
 def plot_results(paths, out: str, title: str | None = None, band: str = "std", xscale: str = "linear",

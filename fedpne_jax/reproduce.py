@@ -1,10 +1,10 @@
 """``fedpne reproduce FIGURE|all``: run the studies a figure needs (resumable sweeps), then write its
 data (JSON and CSV), its PNG and ``SUMMARY.md``.
 
-Layout of ``--out`` (default ``results``)::
+Layout of ``--out`` (default ``results``); quick mode writes the same layout under ``OUT/quick``
+and ``--seeds N`` under ``OUT/seeds-N`` (``OUT/quick-seeds-N``), so runs of different sizes never mix::
 
-    sweeps/<study>/            one sweep folder per study (``<study>.quick`` in quick mode, ``.sN`` with
-                               --seeds N): an interrupted reproduce resumes where it stopped
+    sweeps/<study>/            one sweep folder per study: an interrupted reproduce resumes there
     figures/<figure>.json      the figure's numbers, the studies' definitions, device and timing
     figures/<figure>.csv       the same numbers as rows (panel, series, x, mean, std, stderr, runs)
     figures/<figure>.png       the plot (needs matplotlib: the ``plot`` extra)
@@ -13,17 +13,18 @@ Layout of ``--out`` (default ``results``)::
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
-import time
 
 from fedpne_jax import figures as figs
 from fedpne_jax.errors import MissingExtra
 
 
-def sweep_dir(out: str, study: str, quick: bool, seeds: int | None) -> str:
-    suffix = (".quick" if quick else "") + (f".s{seeds}" if seeds is not None else "")
-    return os.path.join(out, "sweeps", study + suffix)
+def folder(out: str, quick: bool, seeds: int | None) -> str:
+    """Where a run of this size writes (see the module docstring)."""
+    name = "-".join((["quick"] if quick else []) + ([f"seeds-{seeds}"] if seeds is not None else []))
+    return os.path.join(out, name) if name else out
 
 
 def resolve(names) -> list[str]:
@@ -40,16 +41,31 @@ def resolve(names) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def expected_minutes(names, quick: bool = False) -> float:
-    """The full mode's measured run time on a 2-core CPU (studies shared by figures counted once)."""
-    return 0.0 if quick else sum(figs.STUDIES[s].minutes for s in figs.studies_of(names))
+def expected_minutes(names, seeds: int | None = None) -> float:
+    """The full mode's measured run time on a 2-core CPU, scaled to ``seeds`` (studies shared by
+    figures counted once)."""
+    total = 0.0
+    for s in figs.studies_of(names):
+        study = figs.STUDIES[s]
+        total += study.minutes * (1.0 if seeds is None else seeds / study.full.seeds)
+    return total
+
+
+def compute_seconds(path: str) -> float:
+    """Run and compile seconds summed over a sweep folder's chunks: what the study cost, however many
+    sessions it took to finish."""
+    from fedpne_jax.store import INDEX_FILE, read_json
+    index = os.path.join(path, INDEX_FILE)
+    chunks = read_json(index)["chunks"].values() if os.path.exists(index) else ()
+    return float(sum(c.get("run_seconds", 0.0) + c.get("compile_seconds", 0.0) for c in chunks))
 
 
 def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int | None = None,
               progress: bool = True, memory_gb: float | None = None, devices=None, plot: bool = True,
               log=print) -> dict:
-    """Run the studies of the figures ``names`` into ``out``, then write each figure's data and PNG and
-    the summary.  Returns {figure: path of its JSON}.  ``plot=False`` (or no matplotlib) skips the PNGs."""
+    """Run the studies of the figures ``names``, writing each figure's data and PNG as soon as its
+    studies are done, then the summary.  Returns {figure: path of its JSON}.  ``plot=False`` (or no
+    matplotlib) writes the data only."""
     from fedpne_jax.load import load_sweep
     from fedpne_jax.result import device_name, versions
     from fedpne_jax.runner import run_sweep
@@ -59,7 +75,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2):
         raise ValueError(f"--seeds must be an integer >= 2 (a standard deviation needs two runs), got {seeds!r}")
     studies = figs.studies_of(names)
-    # Every definition is checked before anything runs.
+    # A bad definition must fail now, not after hours of other studies.
     definitions = {s: sweep_lib.load(figs.STUDIES[s].definition(quick, seeds)) for s in studies}
     if plot:
         try:
@@ -68,38 +84,36 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
         except MissingExtra as err:
             log(f"fedpne reproduce: {err}; writing the data only")
             plot = False
-    minutes = expected_minutes(names, quick)
+    base = folder(out, quick, seeds)
+    minutes = 0.0 if quick else expected_minutes(names, seeds)
     runs = sum(d.num_runs for d in definitions.values())
-    log(f"fedpne reproduce: {', '.join(names)} — {len(studies)} studies, {runs:,} runs"
-        + (f", about {minutes:.0f} min on a 2-core CPU (less where sweeps are already done)" if minutes else ""))
-    seconds = {}
-    results = {}
-    for study in studies:
-        path = sweep_dir(out, study, quick, seeds)
-        start = time.perf_counter()
-        report = run_sweep(definitions[study], path, memory_gb=memory_gb, devices=devices, progress=progress,
-                           label=study)
-        seconds[study] = time.perf_counter() - start
-        if report.runs_computed:
-            log(f"  {study}: {report.summary().splitlines()[0]}")
-        results[study] = load_sweep(path)
-    os.makedirs(os.path.join(out, "figures"), exist_ok=True)
-    written = {}
+    log(f"fedpne reproduce: {', '.join(names)} — {len(studies)} studies, {runs:,} runs into {base}"
+        + (f"; about {minutes:.0f} min on a 2-core CPU (less where sweeps are already done)" if minutes else ""))
+    os.makedirs(os.path.join(base, "figures"), exist_ok=True)
+    results, written = {}, {}
     for name in names:
+        for study in figs.FIGURES[name].studies:
+            if study in results:
+                continue
+            path = os.path.join(base, "sweeps", study)
+            report = run_sweep(definitions[study], path, memory_gb=memory_gb, devices=devices, progress=progress,
+                               label=study)
+            if report.runs_computed:
+                log(f"  {study}: {report.summary().splitlines()[0]}")
+            results[study] = load_sweep(path)
         data = figs.build(name, results)
         data["run"] = {"mode": "quick" if quick else "full", "seeds": seeds, "device": device_name(),
-                       "versions": versions(), "seconds": {s: seconds[s] for s in figs.FIGURES[name].studies},
-                       "command": _command(name, quick, seeds, out)}
-        base = os.path.join(out, "figures", name)
-        write_json(data, base + ".json")
-        write_csv(data, base + ".csv")
+                       "versions": versions(), "command": _command(name, quick, seeds, out),
+                       "seconds": {s: compute_seconds(results[s].path) for s in figs.FIGURES[name].studies}}
+        stem = os.path.join(base, "figures", name)
+        write_json(data, stem + ".json")
+        write_csv(data, stem + ".csv")
         if plot:
             from fedpne_jax.plot import draw
-            draw(data, base + ".png")
-        written[name] = base + ".json"
-        log(f"  wrote {base}.json, .csv" + (", .png" if plot else ""))
-    path = summary.write(out)
-    log(f"  wrote {path}")
+            draw(data, stem + ".png")
+        written[name] = stem + ".json"
+        log(f"  wrote {stem}.json, .csv" + (", .png" if plot else ""))
+    log(f"  wrote {summary.write(base)}")
     return written
 
 
@@ -109,28 +123,19 @@ def _command(name, quick, seeds, out) -> str:
 
 
 def write_json(data: dict, path: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1, default=_plain)
-    os.replace(tmp, path)
-
-
-def _plain(value):
-    import numpy as np
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+    from fedpne_jax.store import write_atomic
+    # allow_nan=False: figures.stats refuses NaN, and the file must stay valid JSON.
+    text = json.dumps(data, indent=1, allow_nan=False).encode()
+    write_atomic(path, lambda fh: fh.write(text))
 
 
 def write_csv(data: dict, path: str) -> None:
-    rows = figs.rows(data)
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["figure", "panel", "series", "algorithm", "x", "mean", "std",
-                                                "stderr", "runs"])
-        writer.writeheader()
-        # repr keeps every digit, so the file's numbers are the run's numbers.
-        writer.writerows({k: repr(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows)
-    os.replace(tmp, path)
+    from fedpne_jax.store import write_atomic
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=["figure", "panel", "series", "algorithm", "x", "mean", "std",
+                                                "stderr", "runs"], lineterminator="\n")
+    writer.writeheader()
+    # repr keeps every digit, so the file's numbers are the run's numbers.
+    writer.writerows({k: repr(v) if isinstance(v, float) else v for k, v in row.items()} for row in figs.rows(data))
+    text = buffer.getvalue().encode()
+    write_atomic(path, lambda fh: fh.write(text))

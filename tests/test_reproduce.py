@@ -12,17 +12,20 @@ import objectives
 from fedpne_jax import figures, summary, sweep as sweep_lib
 from fedpne_jax.cli import main
 from fedpne_jax.result import LABELS
-from fedpne_jax.reproduce import reproduce
+from fedpne_jax.load import SweepResults
+from fedpne_jax.plot import draw
+from fedpne_jax.reproduce import reproduce, write_json
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
-    """The sensitivity figure in quick mode: 35 (c, rho) configurations x 4 seeds in one compiled call."""
+    """The sensitivity figure in quick mode (35 (c, rho) configurations x 4 seeds in one compiled
+    call); returns the folder quick mode writes to."""
     out = str(tmp_path_factory.mktemp("results"))
     reproduce("sensitivity", out=out, quick=True, progress=False, log=lambda *_: None)
-    return out
+    return os.path.join(out, "quick")
 
 
 def read_csv(path):
@@ -57,25 +60,32 @@ def test_quick_figure_png_and_data_equal_the_runs(quick):
 def test_rerun_resumes_without_running(quick):
     before = read_csv(os.path.join(quick, "figures", "sensitivity.csv"))
     lines = []
-    reproduce(["sensitivity"], out=quick, quick=True, progress=False, log=lines.append)
+    reproduce(["sensitivity"], out=os.path.dirname(quick), quick=True, progress=False, log=lines.append)
     assert not any("computed" in line for line in lines)       # every sweep chunk was already there
     assert read_csv(os.path.join(quick, "figures", "sensitivity.csv")) == before
 
 
-def test_summary_is_generated_from_the_data(quick):
-    path = os.path.join(quick, "figures", "sensitivity.json")
-    with open(path) as fh:
+def test_summary_is_generated_from_the_data(quick, tmp_path):
+    with open(os.path.join(quick, "figures", "sensitivity.json")) as fh:
         data = json.load(fh)
     row = next(s for s in data["panels"][0]["series"] if s["label"] == "ρ = 0.5")
     text = open(os.path.join(quick, "SUMMARY.md")).read()
     i = row["x"].index(0.1)
-    assert f"c = 0.1: {row['mean'][i]:.4g} (std {row['std'][i]:.3g})" in text
-    # Edit the data so that the claim fails: the regenerated summary follows.
-    row["mean"] = [1.0] * len(row["x"])
-    with open(path, "w") as fh:
+    assert f"c = 0.1: {row['mean'][i]:.4g} ± {row['stderr'][i]:.2g} (std {row['std'][i]:.3g})" in text
+    # A copy whose regret falls as c grows: the regenerated summary turns the verdict round.
+    row["mean"] = [10.0 - j for j in range(len(row["x"]))]
+    row["stderr"] = [0.01] * len(row["x"])
+    os.makedirs(tmp_path / "figures")
+    with open(tmp_path / "figures" / "sensitivity.json", "w") as fh:
         json.dump(data, fh)
-    text = open(summary.write(quick)).read()
-    assert "(App. E), ρ = 0.5 | **not held**" in text
+    text = open(summary.write(str(tmp_path))).read()
+    assert "Garland, ρ = 0.5 | **not held** | c = 0.1: 8 ± 0.01" in text
+    # A file of another layout version is skipped and named, not misread.
+    data["schema"] = -1
+    with open(tmp_path / "figures" / "sensitivity.json", "w") as fh:
+        json.dump(data, fh)
+    text = open(summary.write(str(tmp_path))).read()
+    assert "Skipped (written by another version; rerun to refresh): sensitivity.json" in text
 
 
 def _curve_series(key, final_mean, final_err, runs=100):
@@ -84,44 +94,123 @@ def _curve_series(key, final_mean, final_err, runs=100):
 
 
 def _figure(name, panels, paper="Figure 3"):
-    return {"figure": name, "title": name, "paper": paper, "panels": panels,
+    return {"schema": figures.SCHEMA, "figure": name, "title": name, "paper": paper, "panels": panels,
             "run": {"mode": "full", "device": "cpu", "command": f"fedpne reproduce {name}", "seconds": {"x": 1.0}}}
 
 
-def test_summary_judges_winners_and_logarithmic_growth(tmp_path):
+def _comm_panels(objective, T, rounds, uploads):
+    point = lambda y: {"key": "fedpne", "label": "Fed-PNE", "x": T, "mean": y, "std": [0] * len(T),
+                       "stderr": [0] * len(T), "runs": 10}
+    return [{"objective": objective, "metric": metric, "num_clients": 10, "title": objective, "kind": "points",
+             "series": [point(y)]} for metric, y in (("phases", rounds), ("uploads", uploads))]
+
+
+def test_summary_verdicts_on_known_data(tmp_path):
     os.makedirs(tmp_path / "figures")
+    panel = lambda o, *series: {"objective": o, "title": o, "kind": "curves", "series": list(series)}
     fig3 = _figure("fig3", [
-        {"title": "(a) Garland", "kind": "curves", "series": [_curve_series("fedpne", 10.0, 0.1),
-                                                            _curve_series("hct", 20.0, 0.1)]},
-        {"title": "(b) DoubleSine", "kind": "curves", "series": [_curve_series("fedpne", 30.0, 0.1),
-                                                               _curve_series("hct", 20.0, 0.1)]},
-        {"title": "(c) Landmine", "kind": "curves", "series": [_curve_series("fedpne", 10.0, 1.0),
-                                                             _curve_series("hct", 10.5, 1.0)]}])
+        panel("garland", _curve_series("fedpne", 10.0, 0.1), _curve_series("hct", 20.0, 0.1)),
+        panel("doublesine", _curve_series("fedpne", 30.0, 0.1), _curve_series("hct", 20.0, 0.1)),
+        panel("landmine", _curve_series("fedpne", 10.0, 1.0), _curve_series("hct", 10.5, 1.0))])
     T = [100, 1000, 10_000, 100_000]
-    logarithmic = [2 + 3 * np.log10(t) for t in T]
-    linear = [t / 10 for t in T]
-    point = lambda y: {"key": "fedpne", "label": "Fed-PNE", "x": T, "mean": y, "std": [0] * 4, "stderr": [0] * 4,
-                       "runs": 10}
-    comm = _figure("communication", [{"title": "(a) Garland (M = 10)", "kind": "points", "series": [point(logarithmic)]},
-                                     {"title": "(b) Garland (M = 10)", "kind": "points", "series": [point(linear)]}],
-                   paper="Figure 9")
+    log_growth = [2 + 3 * np.log10(t) for t in T]
+    comm = _figure("communication", _comm_panels("garland", T, log_growth, [t / 10 for t in T])
+                   + _comm_panels("covid", T[:2], [1, 2], [5, 6]), paper="Figure 9")
     for fig in (fig3, comm):
         with open(tmp_path / "figures" / f"{fig['figure']}.json", "w") as fh:
             json.dump(fig, fh)
     text = open(summary.write(str(tmp_path))).read()
     assert "| Garland | 100 | 10 ± 0.1 (100) | 20 ± 0.1 (100) | Fed-PNE |" in text
-    assert "smallest cumulative regret (Fig. 3): Garland | **held**" in text
-    assert "smallest cumulative regret (Fig. 3): DoubleSine | **not held** — Fed-PNE 30 ± 0.1, best HCT 20 ± 0.1" in text
+    assert "smallest cumulative regret (Fig. 3): Garland | **held** |" in text
+    assert "(Fig. 3): DoubleSine | **not held** | Fed-PNE 30 ± 0.1, best HCT 20 ± 0.1" in text
     assert "| Landmine | 100 | 10 ± 1 (100) | 10.5 ± 1 (100) | Fed-PNE, within noise of HCT |" in text
-    assert "rounds grow logarithmically in T (Thm. 3.1, Fig. 9): Garland (M = 10) | **held** (3 rounds per decade, R² = 1.000" in text
-    assert "Uploaded information grows logarithmically in T (App. E, Fig. 9): Garland (M = 10) | **not held**" in text
+    assert "(Fig. 3): Landmine | **inconclusive** |" in text
+    assert "rounds grow logarithmically in T (Thm. 3.1, Fig. 9): Garland | **held** | 3 per decade of T, R² = 1.000" in text
+    assert "Uploaded information grow logarithmically in T (App. E, Fig. 9): Garland | **not held**" in text
+    # Two horizons fit any curve: no verdict from them.
+    assert "(Thm. 3.1, Fig. 9): COVID | **inconclusive** |" in text
+
+
+@pytest.mark.parametrize("points, decreasing, verdict", [
+    ([(10, 0.1), (8, 0.1), (5, 0.1)], True, summary.HELD),
+    ([(10, 0.1), (12, 0.1), (5, 0.1)], True, summary.NOT_HELD),      # a significant step the wrong way
+    ([(10, 1.0), (9.5, 1.0)], True, summary.INCONCLUSIVE),
+    ([(5, 0.1), (8, 0.1)], False, summary.HELD),
+])
+def test_trend_verdicts(points, decreasing, verdict):
+    assert summary.trend(points, decreasing) == verdict
+
+
+def fake_results(study: str, seed: int = 0):
+    """A study's SweepResults with made-up numbers: no run, every label and shape as a real sweep's.
+    Final regret of configuration i is 10 + i plus seed noise; uploads are M * (100 + i)."""
+    sw = sweep_lib.load(figures.STUDIES[study].definition(quick=True))
+    rng = np.random.default_rng(seed)
+    N, S, C = len(sw.entries), 3, 5
+    horizons = np.array([e.labels["horizon"] for e in sw.entries])
+    checkpoints = np.outer(horizons, np.arange(1, C + 1)) // C
+    final = 10.0 + np.arange(N)[:, None] + rng.random((N, S))
+    curves = final[:, :, None] * np.arange(1, C + 1) / C
+    M = np.array([e.objective["num_clients"] for e in sw.entries])
+    metrics = {"phases": np.tile(np.arange(N)[:, None] + 1, (1, S)),
+               "uploads": (M * (100 + np.arange(N)))[:, None] * np.ones((1, S), np.int64)}
+    return SweepResults(path=f"fake/{study}", hash="0", definition=sw.definition,
+                        configs=[e.labels for e in sw.entries], config_ids=[e.id for e in sw.entries],
+                        resolved=[{} for _ in sw.entries], algorithms=[e.algorithm for e in sw.entries],
+                        seeds=np.arange(S), checkpoints=checkpoints, curves=curves, final_regret=final,
+                        metrics=metrics, done=np.ones((N, S), bool))
+
+
+def test_every_figure_builds_draws_and_summarises(tmp_path):
+    results = {s: fake_results(s, i) for i, s in enumerate(figures.STUDIES)}
+    os.makedirs(tmp_path / "figures")
+    for name in figures.NAMES:
+        data = figures.build(name, results)
+        data["run"] = {"mode": "quick", "device": "cpu", "command": name, "seconds": {}}
+        write_json(data, str(tmp_path / "figures" / f"{name}.json"))
+        assert figures.rows(data) and all(p["series"] for p in data["panels"])
+        draw(data, str(tmp_path / "figures" / f"{name}.png"))
+        assert (tmp_path / "figures" / f"{name}.png").read_bytes().startswith(PNG)
+    # Uploads per client: the metric (all clients' values) divided by M.
+    comm = json.load(open(tmp_path / "figures" / "communication.json"))
+    res = results["horizons-covid"]
+    panel = next(p for p in comm["panels"] if p["objective"] == "covid" and p["metric"] == "uploads")
+    assert panel["series"][0]["mean"] == [100.0 + j for j in res.find(objective="covid")]
+    # fig3's Garland panel holds each compared algorithm once, with its study's final regrets.
+    fig3 = json.load(open(tmp_path / "figures" / "fig3.json"))
+    garland = fig3["panels"][0]
+    assert [s["key"] for s in garland["series"]] == list(figures.COMPARED)
+    hct = results["compare-synthetic"].find(objective="garland", algorithm="hct")[0]
+    assert garland["series"][1]["final"]["mean"] == results["compare-synthetic"].final_regret[hct].mean()
+    text = open(summary.write(str(tmp_path))).read()
+    for claim in ("smallest cumulative regret (Fig. 3): Garland", "not better than Fed-PNE (Fig. 6): DoubleSine",
+                  "Fed1-UCB's dilemma", "More clients lower the per-client regret (Thm. 3.1, Figure 8): COVID",
+                  "tuning the MLP (Fig. 10a): Digits", "Communication rounds grow logarithmically",
+                  "Privacy costs regret", "Regret grows sublinearly in T (Thm. 3.1): Garland",
+                  "A large c explores slower", "| Garland | BBO |"):
+        assert claim in text, claim
+
+
+def test_a_figure_refuses_nan():
+    results = {s: fake_results(s) for s in figures.FIGURES["arms"].studies}
+    results["arms"].final_regret[0, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        figures.build("arms", results)
 
 
 def test_slope_recovers_a_power_law():
     T = np.array([100, 1000, 10_000])
-    finals = [np.full(5, 3.0 * t ** 0.6) for t in T]
+    finals = [3.0 * t ** 0.6 * np.array([0.9, 1.0, 1.1]) for t in T]
     fit = figures.slope(T, finals)
-    assert fit["slope"] == pytest.approx(0.6, abs=1e-12) and fit["stderr"] < 1e-12
+    # Seeds scale every horizon alike and the law is exact: the slope and its error are exact too.
+    assert fit["slope"] == pytest.approx(0.6, abs=1e-12) and fit["stderr"] < 1e-9
+    bent = figures.slope(T, [f * (1.0 + 0.5 * (i == 1)) for i, f in enumerate(finals)])
+    assert bent["stderr"] > 0.05          # a curve that is no power law gets an uncertain slope
+    # The fit keeps the horizons from the geometric middle up, and at least the last two.
+    upper = figures.upper_slope(T, finals)
+    assert (upper["from_T"], upper["to_T"], upper["points"]) == (1000, 10_000, 2)
+    upper = figures.upper_slope([10, 100], [np.full(3, 1.0), np.full(3, 10.0)])
+    assert (upper["from_T"], upper["points"], upper["slope"]) == (10, 2, pytest.approx(1.0))
 
 
 def test_every_study_is_a_valid_sweep():
@@ -133,6 +222,11 @@ def test_every_study_is_a_valid_sweep():
     for name in ("compare-synthetic", "compare-covid", "clients-synthetic", "horizons-synthetic", "sensitivity"):
         assert figures.STUDIES[name].full.seeds >= 100
     assert set(figures.studies_of(figures.NAMES)) == set(figures.STUDIES)
+    # Studies that share panels run the same horizons (final regrets are compared across a panel).
+    for a, b in [("compare-synthetic", "compare-synthetic-fnucb"), ("compare-covid", "compare-covid-fnucb"),
+                 ("heterogeneity", "heterogeneity-bbo")]:
+        for mode in ("full", "quick"):
+            assert getattr(figures.STUDIES[a], mode).horizon == getattr(figures.STUDIES[b], mode).horizon
 
 
 def test_sweep_objective_amplitude():
@@ -154,7 +248,7 @@ def test_plot_command_draws_runs_and_sweeps(quick, tmp_path, capsys):
     run_json = str(tmp_path / "run.json")
     assert main(["run", "--horizon", "200", "--seeds", "3", "--checkpoints", "20", "--output", run_json]) == 0
     png = str(tmp_path / "curves.png")
-    sweep_dir = os.path.join(quick, "sweeps", "sensitivity.quick")
+    sweep_dir = os.path.join(quick, "sweeps", "sensitivity")
     assert main(["plot", run_json, sweep_dir, "--out", png, "--logy"]) == 0
     with open(png, "rb") as fh:
         assert fh.read().startswith(PNG)
