@@ -5,6 +5,7 @@ Layout of ``--out`` (default ``results``); quick mode writes the same layout und
 and ``--seeds N`` under ``OUT/seeds-N`` (``OUT/quick-seeds-N``), so runs of different sizes never mix::
 
     sweeps/<study>/            one sweep folder per study: an interrupted reproduce resumes there
+    timing.json                wall seconds each study took to compute (summed over resumed sessions)
     figures/<figure>.json      the figure's numbers, the studies' definitions, device and timing
     figures/<figure>.csv       the same numbers as rows (panel, series, x, mean, std, stderr, runs)
     figures/<figure>.png       the plot (needs matplotlib: the ``plot`` extra)
@@ -51,13 +52,23 @@ def expected_minutes(names, seeds: int | None = None) -> float:
     return total
 
 
-def compute_seconds(path: str) -> float:
-    """Run and compile seconds summed over a sweep folder's chunks: what the study cost, however many
-    sessions it took to finish."""
-    from fedpne_jax.store import INDEX_FILE, read_json
-    index = os.path.join(path, INDEX_FILE)
-    chunks = read_json(index)["chunks"].values() if os.path.exists(index) else ()
-    return float(sum(c.get("run_seconds", 0.0) + c.get("compile_seconds", 0.0) for c in chunks))
+TIMING = "timing.json"      # per study: wall seconds spent computing it, summed over the sessions that did
+
+
+def record_time(base: str, study: str, seconds: float) -> dict:
+    """Add ``seconds`` to the study's wall time in ``base/timing.json``; returns every study's."""
+    from fedpne_jax.store import read_json, write_json as write_plain
+    path = os.path.join(base, TIMING)
+    timing = read_json(path) if os.path.exists(path) else {}
+    timing[study] = timing.get(study, 0.0) + seconds
+    write_plain(path, timing)
+    return timing
+
+
+def study_seconds(base: str) -> dict:
+    from fedpne_jax.store import read_json
+    path = os.path.join(base, TIMING)
+    return read_json(path) if os.path.exists(path) else {}
 
 
 def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int | None = None,
@@ -99,12 +110,13 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
             report = run_sweep(definitions[study], path, memory_gb=memory_gb, devices=devices, progress=progress,
                                label=study)
             if report.runs_computed:
+                record_time(base, study, report.seconds)
                 log(f"  {study}: {report.summary().splitlines()[0]}")
             results[study] = load_sweep(path)
         data = figs.build(name, results)
         data["run"] = {"mode": "quick" if quick else "full", "seeds": seeds, "device": device_name(),
                        "versions": versions(), "command": _command(name, quick, seeds, out),
-                       "seconds": {s: compute_seconds(results[s].path) for s in figs.FIGURES[name].studies}}
+                       "seconds": {s: study_seconds(base).get(s, 0.0) for s in figs.FIGURES[name].studies}}
         stem = os.path.join(base, "figures", name)
         write_json(data, stem + ".json")
         write_csv(data, stem + ".csv")

@@ -126,7 +126,7 @@ def test_summary_verdicts_on_known_data(tmp_path):
     assert "| Landmine | 100 | 10 ± 1 (100) | 10.5 ± 1 (100) | Fed-PNE, within noise of HCT |" in text
     assert "(Fig. 3): Landmine | **inconclusive** |" in text
     assert "rounds grow logarithmically in T (Thm. 3.1, Fig. 9): Garland | **held** | 3 per decade of T, R² = 1.000" in text
-    assert "Uploaded information grow logarithmically in T (App. E, Fig. 9): Garland | **not held**" in text
+    assert "Uploaded information grows logarithmically in T (App. E, Fig. 9): Garland | **not held**" in text
     # Two horizons fit any curve: no verdict from them.
     assert "(Thm. 3.1, Fig. 9): COVID | **inconclusive** |" in text
 
@@ -187,7 +187,7 @@ def test_every_figure_builds_draws_and_summarises(tmp_path):
                   "Fed1-UCB's dilemma", "More clients lower the per-client regret (Thm. 3.1, Figure 8): COVID",
                   "tuning the MLP (Fig. 10a): Digits", "Communication rounds grow logarithmically",
                   "Privacy costs regret", "Regret grows sublinearly in T (Thm. 3.1): Garland",
-                  "A large c explores slower", "| Garland | BBO |"):
+                  "A large c explores slower", "| Garland | BBO |", "depends on the global objective only"):
         assert claim in text, claim
 
 
