@@ -30,7 +30,7 @@ TITLES = {"garland": "Garland", "doublesine": "DoubleSine", "landmine": "Landmin
 NOISE = "gaussian:0.1"
 HCT = {"expand": "pyxab", "nu": 1.0, "rho": 0.75}      # App. E: PyXAB's HCT with nu1 = 1, rho = 0.75
 COMPARED = ("fedpne", "hct", "kernelts", "fed1ucb", "fnucb")     # Fig. 3's algorithms, in its legend order
-REGRET_AXIS = "cumulative regret (per client for federated)"
+REGRET_AXIS = "cumulative regret"      # per client for federated algorithms: the figure titles say so
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +252,7 @@ def _communication(r) -> list[dict]:
 
 
 def _digits(r) -> list[dict]:
-    ylabel = "cumulative regret Σ(1 − test accuracy) per client"
+    ylabel = "cumulative regret Σ(1 − accuracy)"
     res = r["compare-digits"]
     a = _regret_panel("digits", f"algorithms, M = {res.definition['clients'][0]}",
                       _algorithm_curves([res], "digits", COMPARED), ylabel)
@@ -290,7 +290,7 @@ def _heterogeneity(r) -> list[dict]:
         if series[0]["x"] != series[1]["x"] or _horizon(r, "heterogeneity", o) != _horizon(r, "heterogeneity-bbo", o):
             raise ValueError(f"heterogeneity on {o}: the algorithms ran different amplitudes or horizons")
         panels.append(_final_points(o, TITLES[o], "amplitude of the clients' Fourier perturbations", series,
-                                    xscale="symlog"))
+                                    xscale="symlog", linthresh=0.1, xticks=series[0]["x"]))
     return panels
 
 
@@ -377,12 +377,14 @@ class Figure:
 
 
 FIGURES = {f.name: f for f in [
-    Figure("fig3", "Cumulative regret on the synthetic functions and the real-life datasets (mean ± 1 std)",
+    Figure("fig3", "Cumulative regret on the synthetic functions and the real-life datasets (per client for the "
+                   "federated algorithms; mean ± 1 std)",
            ("compare-synthetic", "compare-synthetic-fnucb", "compare-landmine", "compare-covid",
             "compare-covid-fnucb"), _fig3, paper="Figure 3"),
-    Figure("fig6", "Fed-PNE, HCT and Bayesian optimisation on the synthetic functions (mean ± 1 std)",
+    Figure("fig6", "Fed-PNE, HCT and Bayesian optimisation on the synthetic functions\n(per client for the federated "
+                   "algorithms; mean ± 1 std)",
            ("compare-synthetic",), _fig6, columns=2, paper="Figure 6 (App. E)"),
-    Figure("arms", "Fed1-UCB with K grid arms (mean ± 1 std)", ("arms",), _arms, columns=2,
+    Figure("arms", "Fed1-UCB with K grid arms (per-client regret, mean ± 1 std)", ("arms",), _arms, columns=2,
            paper="Figure 4 (App. E)"),
     Figure("clients", "Fed-PNE's per-client regret for several numbers of clients M (mean ± 1 std)",
            ("clients-synthetic", "clients-landmine", "clients-covid"), _clients, paper="Figure 8 (App. E)"),
@@ -390,7 +392,7 @@ FIGURES = {f.name: f for f in [
                             "vs T (mean ± 1 std)",
            ("horizons-synthetic", "horizons-landmine", "horizons-covid"), _communication,
            paper="Figure 9 (App. E)"),
-    Figure("digits", "Tuning an MLP on handwritten digits (mean ± 1 std)", ("compare-digits", "clients-digits"),
+    Figure("digits", "Tuning an MLP on handwritten digits\n(per client for the federated algorithms; mean ± 1 std)", ("compare-digits", "clients-digits"),
            _digits, columns=2, paper="Figure 10 (App. E, MNIST)"),
     Figure("privacy", "DP-Fed-PNE: final regret vs privacy budget (mean ± 1 s.e.)", ("privacy", "compare-synthetic"),
            _privacy, columns=2),

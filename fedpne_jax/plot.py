@@ -98,7 +98,10 @@ def draw(figure: dict, path: str, columns: int | None = None) -> str:
         ax.set_xlabel(panel["xlabel"])
         ax.set_ylabel(panel["ylabel"])
         if panel["kind"] != "heatmap":
-            ax.set_xscale(panel.get("xscale", "linear"))
+            xscale = panel.get("xscale", "linear")
+            ax.set_xscale(xscale, **({"linthresh": panel.get("linthresh", 1.0)} if xscale == "symlog" else {}))
+            if panel.get("xticks"):
+                ax.set_xticks(panel["xticks"], [f"{v:g}" for v in panel["xticks"]])
             ax.set_yscale(panel.get("yscale", "linear"))
             ax.grid(alpha=0.3, which="both" if panel.get("xscale") == "log" else "major")
             if len(panel["series"]) + len(panel.get("lines", [])) > 8:
@@ -109,7 +112,8 @@ def draw(figure: dict, path: str, columns: int | None = None) -> str:
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     fig.suptitle(figure["title"], fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    lines = figure["title"].count("\n") + 1
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.22 * lines / (3.3 * rows)))     # room for the title's lines
     fig.savefig(path, dpi=figure.get("dpi", 90))
     plt.close(fig)
     return path

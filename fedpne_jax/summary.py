@@ -282,7 +282,8 @@ def _heterogeneity(figures, lines, claims):
     lines.append("")
 
 
-def render(figures: dict, skipped: list = ()) -> str:
+def render(figures: dict, skipped: list = (), figure_dir: str = "figures/") -> str:
+    """The summary's Markdown; ``figure_dir``: where the PNGs lie relative to the summary file."""
     if not figures:
         note = f" Skipped (written by another version; rerun to refresh): {', '.join(skipped)}." if skipped else ""
         return f"# Summary\n\nNo figure data yet: run `fedpne reproduce all`.{note}\n"
@@ -294,7 +295,7 @@ def render(figures: dict, skipped: list = ()) -> str:
              f"{Z:g} standard errors; **inconclusive** means the data cannot tell.", "",
              "| figure | paper | command | wall seconds of its studies |", "|---|---|---|---|"]
     for name, f in figures.items():
-        lines.append(f"| [{name}](figures/{name}.png) | {f['paper'] or 'new'} | `{f['run']['command']}` | "
+        lines.append(f"| [{name}]({figure_dir}{name}.png) | {f['paper'] or 'new'} | `{f['run']['command']}` | "
                      f"{sum(f['run']['seconds'].values()):.0f} |")
     if skipped:
         lines += ["", f"Skipped (written by another version; rerun to refresh): {', '.join(skipped)}."]
