@@ -75,7 +75,7 @@ def _heatmap(ax, panel, plt):
     for (i, j), value in np.ndenumerate(grid):
         # viridis_r is light at low values: dark text there, light text on the dark cells.
         light = (value - lo) <= 0.5 * (hi - lo)
-        ax.text(j, i, f"{value:.3g}", ha="center", va="center", fontsize=7,
+        ax.text(j, i, f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}", ha="center", va="center", fontsize=7,
                 color="red" if (i, j) == best else ("black" if light else "white"),
                 fontweight="bold" if (i, j) == best else None)
     ax.figure.colorbar(image, ax=ax, label=panel.get("colorbar", ""))
