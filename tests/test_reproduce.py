@@ -265,3 +265,24 @@ def test_reproduce_refuses_bad_input(argv, message, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "sweeps")
+
+
+def test_without_matplotlib_data_are_still_written(quick, tmp_path, monkeypatch, capsys):
+    import shutil
+    from fedpne_jax import plot
+    from fedpne_jax.errors import MissingExtra
+
+    def missing():
+        raise MissingExtra('plots need matplotlib: pip install "fedpne-jax[plot]" (or pip install matplotlib)')
+
+    monkeypatch.setattr(plot, "pyplot", missing)
+    out = str(tmp_path / "results")
+    shutil.copytree(os.path.dirname(quick), out)          # finished sweeps: nothing is recomputed
+    os.remove(os.path.join(out, "quick", "figures", "sensitivity.png"))
+    lines = []
+    reproduce("sensitivity", out=out, quick=True, progress=False, log=lines.append)
+    assert any('pip install "fedpne-jax[plot]"' in line for line in lines)
+    assert os.path.exists(os.path.join(out, "quick", "figures", "sensitivity.csv"))
+    assert not os.path.exists(os.path.join(out, "quick", "figures", "sensitivity.png"))
+    assert main(["plot", os.path.join(out, "quick", "sweeps", "sensitivity"), "--out", str(tmp_path / "x.png")]) == 2
+    assert "plots need matplotlib" in capsys.readouterr().err
