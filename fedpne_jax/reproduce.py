@@ -55,17 +55,8 @@ def expected_minutes(names, seeds: int | None = None) -> float:
 TIMING = "timing.json"      # per study: wall seconds spent computing it, summed over the sessions that did
 
 
-def record_time(base: str, study: str, seconds: float) -> dict:
-    """Add ``seconds`` to the study's wall time in ``base/timing.json``; returns every study's."""
-    from fedpne_jax.store import read_json, write_json as write_plain
-    path = os.path.join(base, TIMING)
-    timing = read_json(path) if os.path.exists(path) else {}
-    timing[study] = timing.get(study, 0.0) + seconds
-    write_plain(path, timing)
-    return timing
-
-
 def study_seconds(base: str) -> dict:
+    """{study: wall seconds} recorded in ``base/timing.json`` (empty before the first study ran)."""
     from fedpne_jax.store import read_json
     path = os.path.join(base, TIMING)
     return read_json(path) if os.path.exists(path) else {}
@@ -80,7 +71,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
     from fedpne_jax.load import load_sweep
     from fedpne_jax.result import device_name, versions
     from fedpne_jax.runner import run_sweep
-    from fedpne_jax import sweep as sweep_lib, summary
+    from fedpne_jax import store, sweep as sweep_lib, summary
 
     names = resolve(names)
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2):
@@ -101,7 +92,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
     log(f"fedpne reproduce: {', '.join(names)} — {len(studies)} studies, {runs:,} runs into {base}"
         + (f"; about {minutes:.0f} min on a 2-core CPU (less where sweeps are already done)" if minutes else ""))
     os.makedirs(os.path.join(base, "figures"), exist_ok=True)
-    results, written = {}, {}
+    results, written, timing = {}, {}, study_seconds(base)
     for name in names:
         for study in figs.FIGURES[name].studies:
             if study in results:
@@ -110,13 +101,14 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
             report = run_sweep(definitions[study], path, memory_gb=memory_gb, devices=devices, progress=progress,
                                label=study)
             if report.runs_computed:
-                record_time(base, study, report.seconds)
+                timing[study] = timing.get(study, 0.0) + report.seconds
+                store.write_json(os.path.join(base, TIMING), timing)
                 log(f"  {study}: {report.summary().splitlines()[0]}")
             results[study] = load_sweep(path)
         data = figs.build(name, results)
         data["run"] = {"mode": "quick" if quick else "full", "seeds": seeds, "device": device_name(),
                        "versions": versions(), "command": _command(name, quick, seeds, out),
-                       "seconds": {s: study_seconds(base).get(s, 0.0) for s in figs.FIGURES[name].studies}}
+                       "seconds": {s: timing.get(s, 0.0) for s in figs.FIGURES[name].studies}}
         stem = os.path.join(base, "figures", name)
         write_json(data, stem + ".json")
         write_csv(data, stem + ".csv")

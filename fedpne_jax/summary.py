@@ -171,10 +171,10 @@ def _clients(figures, lines, claims):
         for p in fig["panels"][first:]:
             finals = [_final(s) for s in p["series"]]
             Ms = [s["config"]["num_clients"] for s in p["series"]]
-            name_ = _objective(p)
-            lines.append(f"| {name_} | {p['series'][0]['x'][-1]:,} | {', '.join(map(str, Ms))} | "
+            objective = _objective(p)
+            lines.append(f"| {objective} | {p['series'][0]['x'][-1]:,} | {', '.join(map(str, Ms))} | "
                          f"{', '.join(_fmt(*f) for f in finals)} |")
-            claims.append((f"More clients lower the per-client regret (Thm. 3.1, {source}): {name_}", trend(finals),
+            claims.append((f"More clients lower the per-client regret (Thm. 3.1, {source}): {objective}", trend(finals),
                            f"M = {Ms[0]} → {Ms[-1]}: {_fmt(*finals[0])} → {_fmt(*finals[-1])}"))
         lines += ["", "On landmine, COVID and digits client m owns field, region or shard m, so M also changes "
                       "the instance (its global objective and best value); with f* = 1 (landmine, digits, as the "
