@@ -107,6 +107,8 @@ def _reproduce_parser(sub):
     p.add_argument("--memory-gb", type=float, default=None, help="memory budget per device for one call")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-plot", action="store_true", help="write the data and summary only")
+    p.add_argument("--overwrite", action="store_true",
+                   help="rerun a study whose sweep folder holds another definition instead of refusing")
     p.add_argument("--devices", default="all", help="shard the runs over all visible devices or the first N")
     return p
 
@@ -136,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_reproduce(args) -> int:
     from fedpne_jax.reproduce import reproduce
     reproduce(args.figures, out=args.out, quick=args.quick, seeds=args.seeds, progress=not args.no_progress,
-              memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot)
+              memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot, overwrite=args.overwrite)
     return 0
 
 

@@ -64,10 +64,11 @@ def study_seconds(base: str) -> dict:
 
 def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int | None = None,
               progress: bool = True, memory_gb: float | None = None, devices=None, plot: bool = True,
-              log=print) -> dict:
+              overwrite: bool = False, log=print) -> dict:
     """Run the studies of the figures ``names``, writing each figure's data and PNG as soon as its
     studies are done, then the summary.  Returns {figure: path of its JSON}.  ``plot=False`` (or no
-    matplotlib) writes the data only."""
+    matplotlib) writes the data only.  ``overwrite``: rerun a study whose folder holds another
+    definition (one written by another version of the study) instead of refusing."""
     from fedpne_jax.load import load_sweep
     from fedpne_jax.result import device_name, versions
     from fedpne_jax.runner import run_sweep
@@ -99,7 +100,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
                 continue
             path = os.path.join(base, "sweeps", study)
             report = run_sweep(definitions[study], path, memory_gb=memory_gb, devices=devices, progress=progress,
-                               label=study)
+                               label=study, overwrite=overwrite)
             if report.runs_computed:
                 timing[study] = timing.get(study, 0.0) + report.seconds
                 store.write_json(os.path.join(base, TIMING), timing)

@@ -286,3 +286,19 @@ def test_without_matplotlib_data_are_still_written(quick, tmp_path, monkeypatch,
     assert not os.path.exists(os.path.join(out, "quick", "figures", "sensitivity.png"))
     assert main(["plot", os.path.join(out, "quick", "sweeps", "sensitivity"), "--out", str(tmp_path / "x.png")]) == 2
     assert "plots need matplotlib" in capsys.readouterr().err
+
+
+def test_changed_study_is_refused_unless_overwrite(quick, tmp_path, monkeypatch):
+    import dataclasses
+    import shutil
+
+    out = str(tmp_path / "results")
+    shutil.copytree(os.path.dirname(quick), out)
+    study = figures.STUDIES["sensitivity"]
+    smaller = dataclasses.replace(study, quick=figures.Size(study.quick.horizon, 3))
+    monkeypatch.setitem(figures.STUDIES, "sensitivity", smaller)
+    with pytest.raises(sweep_lib.SweepError, match="--overwrite"):
+        reproduce("sensitivity", out=out, quick=True, progress=False, plot=False, log=lambda *_: None)
+    reproduce("sensitivity", out=out, quick=True, progress=False, plot=False, overwrite=True, log=lambda *_: None)
+    rows = read_csv(os.path.join(out, "quick", "figures", "sensitivity.csv"))
+    assert {int(r["runs"]) for r in rows} == {3}
