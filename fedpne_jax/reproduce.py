@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 
 from fedpne_jax import figures as figs
@@ -111,7 +110,8 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
                        "versions": versions(), "command": _command(name, quick, seeds, out),
                        "seconds": {s: timing.get(s, 0.0) for s in figs.FIGURES[name].studies}}
         stem = os.path.join(base, "figures", name)
-        write_json(data, stem + ".json")
+        # allow_nan=False: figures.stats refuses NaN already, and the file must stay valid JSON.
+        store.write_json(stem + ".json", data, allow_nan=False)
         write_csv(data, stem + ".csv")
         if plot:
             from fedpne_jax.plot import draw
@@ -125,13 +125,6 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
 def _command(name, quick, seeds, out) -> str:
     return " ".join(["fedpne reproduce", name] + (["--quick"] if quick else []) +
                     ([f"--seeds {seeds}"] if seeds is not None else []) + [f"--out {out}"])
-
-
-def write_json(data: dict, path: str) -> None:
-    from fedpne_jax.store import write_atomic
-    # allow_nan=False: figures.stats refuses NaN, and the file must stay valid JSON.
-    text = json.dumps(data, indent=1, allow_nan=False).encode()
-    write_atomic(path, lambda fh: fh.write(text))
 
 
 def write_csv(data: dict, path: str) -> None:

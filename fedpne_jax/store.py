@@ -43,8 +43,11 @@ def write_atomic(path: str, write) -> None:
     os.replace(tmp, path)
 
 
-def write_json(path: str, data, compact: bool = False) -> None:
-    text = json.dumps(data, sort_keys=True, default=repr, **({"separators": (",", ":")} if compact else {"indent": 1}))
+def write_json(path: str, data, compact: bool = False, allow_nan: bool = True) -> None:
+    """``data`` as JSON, atomically.  ``allow_nan=False``: NaN/inf raise ValueError instead of being
+    written as the non-standard tokens other JSON readers reject."""
+    text = json.dumps(data, sort_keys=True, default=repr, allow_nan=allow_nan,
+                      **({"separators": (",", ":")} if compact else {"indent": 1}))
     text = text.encode()
     write_atomic(path, lambda fh: fh.write(text))
 

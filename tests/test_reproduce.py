@@ -14,7 +14,8 @@ from fedpne_jax.cli import main
 from fedpne_jax.result import LABELS
 from fedpne_jax.load import SweepResults
 from fedpne_jax.plot import draw
-from fedpne_jax.reproduce import reproduce, write_json
+from fedpne_jax.reproduce import reproduce
+from fedpne_jax.store import write_json
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -167,7 +168,7 @@ def test_every_figure_builds_draws_and_summarises(tmp_path):
     for name in figures.NAMES:
         data = figures.build(name, results)
         data["run"] = {"mode": "quick", "device": "cpu", "command": name, "seconds": {}}
-        write_json(data, str(tmp_path / "figures" / f"{name}.json"))
+        write_json(str(tmp_path / "figures" / f"{name}.json"), data, allow_nan=False)
         assert figures.rows(data) and all(p["series"] for p in data["panels"])
         draw(data, str(tmp_path / "figures" / f"{name}.png"))
         assert (tmp_path / "figures" / f"{name}.png").read_bytes().startswith(PNG)
