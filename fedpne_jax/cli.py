@@ -142,12 +142,16 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
-def cmd_plot(args) -> int:
+def check_folder(option: str, path: str) -> None:
+    """A file option's folder must exist: a run must not finish only to fail writing its output."""
     import os
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise ValueError(f"{option}: the folder of {path!r} does not exist")
+
+
+def cmd_plot(args) -> int:
     from fedpne_jax.plot import plot_results
-    folder = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(folder):
-        raise ValueError(f"--out: the folder of {args.out!r} does not exist")
+    check_folder("--out", args.out)
     path = plot_results(args.results, args.out, title=args.title, band=args.band,
                         xscale="log" if args.logx else "linear", yscale="log" if args.logy else "linear")
     print(f"wrote {path}")
@@ -179,12 +183,10 @@ def run_config(args, num_clients: int, horizon: int):
 
 
 def cmd_run(args) -> int:
-    import os
-
     import objectives
 
-    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        raise ValueError(f"--output: the folder of {args.output!r} does not exist")
+    if args.output:
+        check_folder("--output", args.output)
     if args.no_grow and args.algorithm != "fedpne":
         raise ValueError("--no-grow applies to fedpne only (the baselines' tables have a fixed size)")
     spec = objectives.spec(args.objective)

@@ -259,6 +259,15 @@ def test_plot_command_draws_runs_and_sweeps(quick, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
+    (["plot", "x.json", "--out", "/no/such/folder/x.png"], "--out: the folder of '/no/such/folder/x.png' does not exist"),
+    (["run", "--output", "/no/such/folder/r.json"], "--output: the folder of '/no/such/folder/r.json' does not exist"),
+])
+def test_output_folder_must_exist(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
     (["reproduce", "fig99"], "unknown figure(s) 'fig99'"),
     (["reproduce", "fig3", "--seeds", "1"], "--seeds must be an integer >= 2"),
 ])
