@@ -20,7 +20,6 @@ DEFAULT_C = 0.1
 MAX_HORIZON = 2**31 - 2**17   # rounds are int32; n_h <= T + 1 and pull indices up to T + a chunk fit
 MAX_CLIENTS = 2**20
 MAX_K = 256                   # k * capacity stays far below 2^31
-MAX_PULL_CHUNK_SETTING = 2**16
 FLOAT32_MAX = 3.0e38
 
 
@@ -84,10 +83,8 @@ class FedPNEConfig(NoiseSpec):
     sampling: how a node's mean reward is drawn.  'aggregate' draws the server's mean over clients
     directly (exact for Gaussian or no noise with centre pulls; O(nodes) per phase); 'client' draws
     each client's mean of n pulls exactly (Gaussian, Bernoulli via Binomial); 'explicit' simulates
-    every pull in chunks of ``pull_chunk`` pulls (needed for uniform noise or uniform pull points);
-    ``None`` sizes chunks so a batch's per-chunk draws stay near PULL_BUFFER_ELEMENTS numbers.  The
-    chunk size never changes results.
-    'auto' picks the cheapest exact one.
+    every pull, a block of pulls at a time (needed for uniform noise or uniform pull points; see
+    fedpne_jax/pulls.py); 'auto' picks the cheapest exact one.
     """
 
     num_clients: int = 10
@@ -106,7 +103,6 @@ class FedPNEConfig(NoiseSpec):
     dp_delta: Optional[float] = None
     checkpoints: int = 100
     capacity: Optional[int] = None
-    pull_chunk: Optional[int] = None
     precision: str = "float32"
 
     def __post_init__(self):
@@ -147,9 +143,6 @@ class FedPNEConfig(NoiseSpec):
         from fedpne_jax.params import MAX_CAPACITY
         if self.capacity is not None and (not _is_int(self.capacity) or not self.k <= self.capacity <= MAX_CAPACITY):
             raise ValueError(f"capacity must be an integer in [k, {MAX_CAPACITY}], got {self.capacity!r}")
-        if self.pull_chunk is not None and (not _is_int(self.pull_chunk)
-                                            or not 1 <= self.pull_chunk <= MAX_PULL_CHUNK_SETTING):
-            raise ValueError(f"pull_chunk must be an integer in [1, {MAX_PULL_CHUNK_SETTING}], got {self.pull_chunk!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.resolved_sampling == "aggregate" and not (kind in ("gaussian", "none") and self.pull == "centre"):

@@ -73,7 +73,7 @@ def compiled_memory(config: FedPNEConfig, objective, seeds: int, capacity: int |
     With several devices: one device's share."""
     check_inputs(config, objective)
     depth = depth_limit(config)
-    static = make_static(config, objective, capacity or initial_capacity(config), depth, seeds=seeds)
+    static = make_static(config, objective, capacity or initial_capacity(config), depth)
     return driver.memory(run_single, static, make_params(config, depth), objective, seeds, devices=devices)
 
 
@@ -84,7 +84,7 @@ def pairs_memory(configs: Sequence[FedPNEConfig], objective, runs: int, devices=
     configs = list(configs)
     depth = max(depth_limit(c) for c in configs)
     capacity = max(initial_capacity(c) for c in configs)
-    static = make_static(configs[0], objective, capacity, depth, seeds=runs)
+    static = make_static(configs[0], objective, capacity, depth)
     single = len(configs) == 1
     params = make_params(configs[0], depth) if single else stack_params(configs, depth)
     stats = driver.memory(run_single, static, params, objective, runs, grid=not single, devices=devices)
@@ -224,7 +224,7 @@ def _run_growing(configs, objective, grid_index, ids, base_seed, grow, devices, 
     pending = np.arange(ids.size)
     compile_s = run_s = 0.0
     while pending.size:
-        static = make_static(configs[0], objective, capacity, depth, seeds=max(pending.size, pad_to or 0))
+        static = make_static(configs[0], objective, capacity, depth)
         out, c_s, r_s = driver.execute(run_single, static, params, objective, base_seed, ids[pending],
                                        grid_index=None if grid_index is None else grid_index[pending],
                                        devices=devices, pad_to=pad_to)

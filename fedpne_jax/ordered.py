@@ -23,3 +23,22 @@ def pairwise_sum(x):
 
 def pairwise_mean(x):
     return pairwise_sum(x) / x.shape[-1]
+
+
+def inclusive_scan(x):
+    """Prefix sums along the last axis in an order fixed by its length (Hillis-Steele doubling)."""
+    shift = 1
+    while shift < x.shape[-1]:
+        x = x + jnp.concatenate([jnp.zeros_like(x[..., :shift]), x[..., :-shift]], axis=-1)
+        shift *= 2
+    return x
+
+
+def compensated_add(acc, x):
+    """One step of Kahan summation on a (total, lost) pair.  Long float32 sums (n ~ 1e9 rewards of a
+    node, 1e6+ rounds of regret) would stall with a plain running sum at 2^24 (adding 1.0 no longer
+    changes it); the compensated sum stays within a few ulps for any n."""
+    total, lost = acc
+    y = x - lost
+    t = total + y
+    return t, (t - total) - y

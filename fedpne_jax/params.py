@@ -19,8 +19,6 @@ from fedpne_jax.config import FedPNEConfig
 
 TAU_SATURATION = 2**62    # above M (T + 1) for any int32 horizon and M, so n_h saturates at T + 1
 MAX_CAPACITY = 2**22      # the largest node table a run may grow to
-PULL_BUFFER_ELEMENTS = 2**24   # random numbers per pull chunk of a whole batch (64 MB in float32)
-MAX_PULL_CHUNK = 64
 INT32_MAX = 2**31 - 1
 
 
@@ -172,7 +170,6 @@ class Static:
     digits: int             # base-k digits per int32 word of a cell coordinate
     words: int              # int32 words per cell coordinate
     split_dims: tuple       # per depth, for split='longest' (empty otherwise)
-    pull_chunk: int
     real: str               # 'float32' or 'float64': points, values, estimates and regret
 
     @property
@@ -185,16 +182,7 @@ class Static:
         return checkpoints.rounds(self.horizon, self.checkpoints)
 
 
-def pull_chunk(config: FedPNEConfig, dim: int, capacity: int, seeds: int) -> int:
-    """Pulls per chunk of explicit sampling: as many as keep a batch's draws of one chunk
-    (seeds x capacity x chunk x M x (D + 2) numbers) near PULL_BUFFER_ELEMENTS, unless the config fixes it."""
-    if config.pull_chunk is not None:
-        return config.pull_chunk
-    per_pull = seeds * capacity * config.num_clients * (dim + 2)
-    return int(max(1, min(MAX_PULL_CHUNK, PULL_BUFFER_ELEMENTS // per_pull)))
-
-
-def make_static(config: FedPNEConfig, objective, capacity: int, depth: int, seeds: int = 1) -> Static:
+def make_static(config: FedPNEConfig, objective, capacity: int, depth: int) -> Static:
     digits = digits_per_word(config.k)
     split_dims = (longest_split_dims(objective.lo, objective.hi, config.k, depth)
                   if config.split == "longest" else ())
@@ -203,4 +191,4 @@ def make_static(config: FedPNEConfig, objective, capacity: int, depth: int, seed
         split=config.split, noise_kind=config.noise_kind, pull=config.pull,
         sampling=config.resolved_sampling, dp=config.dp, checkpoints=config.checkpoints,
         capacity=capacity, depth=depth, digits=digits, words=-(-(depth + 1) // digits),
-        split_dims=split_dims, pull_chunk=pull_chunk(config, objective.dim, capacity, seeds), real=config.precision)
+        split_dims=split_dims, real=config.precision)

@@ -100,7 +100,7 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
 
     centre = partition.centres(static, table, objective.lo, objective.hi)
     phase_key = jax.random.fold_in(sample_key, state.phases)
-    est = rewards.estimate(static, params, objective, table, centre, pulls, n, phase_key, jc, part)
+    est = rewards.estimate(static, params, objective, table, centre, pulls, n, phase_key, jc, part, complete)
 
     prefix = jnp.concatenate([jnp.zeros((1,), static.float_dtype), jnp.cumsum(est.regret)])
     curve = jnp.where(in_phase, state.regret + prefix[jc] + est.partial, state.curve)

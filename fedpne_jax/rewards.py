@@ -9,8 +9,9 @@ Three samplers, all exact in distribution (see FedPNEConfig.sampling):
   Binomial(n, f_m(x_i))/n (+ N(0, sigma_dp^2/n) under DP) for Bernoulli rewards (Algorithm 1),
   vmapped over clients; the server averages them (Algorithm 2).
 * ``explicit``: every pull is simulated: a point (the centre, or uniform in the node), its reward
-  with per-pull noise, and the regret at that point; pulls run in chunks so memory stays bounded for
-  any n.  Pull s draws from fold_in(phase key, s), so results do not depend on the chunk size.
+  with per-pull noise, and the regret at that point, a block of pulls at a time (pulls.py): memory
+  is bounded for any n, and each draw is keyed by (phase key, pull, row, client), so results do
+  not depend on the batch, the capacity or the device.
 
 Randomness is keyed by table row in blocks of ROW_BLOCK rows (see _row_draws), never by the table's
 capacity, so a run repeated with a larger table gives the same numbers.  Each block draws all its
@@ -24,10 +25,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fedpne_jax.ordered import pairwise_mean
+from fedpne_jax import noise, partition, philox
+from fedpne_jax import pulls as pulls_lib
+from fedpne_jax.ordered import inclusive_scan, pairwise_mean
 from fedpne_jax.params import Params, Static
-from fedpne_jax import noise, partition
-
 
 
 class Estimate(NamedTuple):
@@ -117,84 +118,82 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     return Estimate(pairwise_mean(client_means), regret, partial, flags)
 
 
-def _pull_rewards(static: Static, params: Params, values, u_noise, u_gauss):
-    """Rewards of one pull on every client, from the local values and the pull's uniforms."""
+def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
+                       complete) -> Estimate:
+    """Every pull simulated (see pulls.py): point, reward and regret of each pull of each client.
+
+    Rewards are drawn only in a phase that completes: a phase cut at T uploads nothing, so its
+    rewards reach no estimate and no output.  With centre pulls the regret of n pulls is n times the
+    node's gap, exactly as in the other samplers; with uniform points every pull's regret is f* - f
+    at its own point, averaged over the clients."""
+    cap, M, D, dt = static.capacity, static.num_clients, static.dim, static.float_dtype
+    key = philox.key_words(phase_key)
     gauss_var = _gauss_var(static, params) if _has_gauss(static) else None
-    return noise.reward(static.noise_kind, params.noise_scale, gauss_var, values, u_noise, u_gauss)
+    kind = static.noise_kind
+    uniform_points = static.pull == "uniform"
+    words = D * uniform_points + pulls_lib.noise_words(kind, gauss_var is not None)
+    blocks = pulls_lib.block_count(n)
+    zero = jnp.zeros((), dt)
 
+    if not uniform_points:
+        local_c = objective.local_values(centre)                            # (cap, M)
+        gap = objective.f_star - objective.value(centre)
+        regret = jnp.where(pulls > 0, gap * pulls.astype(dt), 0.0)
+        row = jnp.minimum(jc, cap - 1)
+        partial = jnp.where(part > 0, gap[row] * part.astype(dt), 0.0)
+        flags = _value_flags(static, gap, pulls > 0, rewards=False) | _value_flags(static, local_c, (pulls > 0)[:, None])
+        if words == 0:                       # no noise: every reward is the value itself
+            return Estimate(pairwise_mean(local_c), regret, partial, flags)
 
-def _compensated_add(acc, x):
-    """Kahan summation step.  Explicit sampling adds up to n ~ 1e9 rewards per node: a plain float32
-    running sum stalls at 2^24 (adding 1.0 no longer changes it); the compensated sum stays within a
-    few ulps for any n."""
-    total, lost = acc
-    y = x - lost
-    t = total + y
-    return t, (t - total) - y
+        def block(j, b):
+            s = pulls_lib.block_offsets(b)
+            u = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # (words, M, P)
+            r = pulls_lib.rewards(kind, params.noise_scale, gauss_var, local_c[j][:, None], u)
+            return pulls_lib.block_sum(r, (s < pulls[j])[None, :]), (), jnp.int32(0)
 
+        rows = jnp.where(complete, jnp.sum(pulls > 0, dtype=jnp.int32), 0)
+        sums, _, _ = pulls_lib.row_sums(rows, blocks, block, jnp.zeros((M,), dt), (), cap)
+        counts = jnp.maximum(pulls, 1).astype(dt)
+        return Estimate(pairwise_mean(sums / counts[:, None]), regret, partial, flags)
 
-def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part) -> Estimate:
-    cap, M, B, D = static.capacity, static.num_clients, static.pull_chunk, static.dim
-    dt = static.float_dtype
     clients = jnp.arange(M, dtype=jnp.int32)
-    rows = jnp.arange(cap, dtype=jnp.int32)
-    if static.pull == "centre":
-        local_c = objective.local_values(centre)
-        gap_c = objective.f_star - objective.value(centre)
-    row = jnp.minimum(jc, cap - 1)
 
-    def one_pull(j, u):
-        """Client rewards (M,), regrets (M,) and local values (M,) of one pull of node row j.  One
-        uniform draw u (M, D + 2) per client supplies the point, the noise and the Gaussian part."""
-        if static.pull == "centre":
-            values, gap = local_c[j], jnp.broadcast_to(gap_c[j], (M,))
-        else:
-            pts = lower[j] + u[:, :D] * width[j]
-            values = jax.vmap(objective.local)(pts, clients)
-            gap = objective.f_star - jax.vmap(objective.global_value)(pts)
-        return _pull_rewards(static, params, values, u[:, D], u[:, D + 1]), gap, values
+    def block(j, b):
+        s = pulls_lib.block_offsets(b)
+        valid = s < pulls[j]                                                        # (P,)
+        u = pulls_lib.block_uniforms(key, j, b, M, words, dt)                      # (words, M, P)
+        pts = lower[j] + jnp.moveaxis(u[:D], 0, -1) * width[j]                      # (M, P, D)
+        values = jax.vmap(lambda p, m: jax.vmap(lambda x: objective.local(x, m))(p))(pts, clients)
+        gaps = objective.f_star - jax.vmap(jax.vmap(objective.global_value))(pts)   # (M, P)
+        mean_gap = pairwise_mean(gaps.T)                                            # (P,)
+        flags = _value_flags(static, values, valid[None, :]) | _value_flags(static, gaps, valid[None, :], False)
+        r = pulls_lib.rewards(kind, params.noise_scale, gauss_var, values, u[D:])
+        reward_sum = pulls_lib.block_sum(r, valid[None, :] & complete)
+        # The regret of the block's first i pulls, for every i: checkpoint c inside this block reads
+        # its prefix, one after it the whole block.
+        prefix = inclusive_scan(jnp.where(valid, mean_gap, zero))
+        upto = part - b * pulls_lib.PULL_BLOCK
+        partial = jnp.where((jc == j) & (upto > 0),
+                            prefix[jnp.clip(upto, 1, pulls_lib.PULL_BLOCK) - 1], zero)
+        return (reward_sum, prefix[-1]), partial, flags
 
-    def body(carry):
-        chunk, sums, flags = carry
-        s = chunk * B + jnp.arange(B, dtype=jnp.int32)                     # (B,)
-        # Pull s of every row: fold_in(phase key, s), then blocks of rows as everywhere else.
-        u = jax.vmap(lambda ss: _row_draws(static, jax.random.fold_in(phase_key, ss),
-                                           lambda key: jax.random.uniform(key, (ROW_BLOCK, M, D + 2), dt)))(s)
-        rewards, gaps, values = jax.vmap(jax.vmap(one_pull), in_axes=(None, 0))(rows, u)   # (B, cap, ...)
-        valid = s[:, None] < pulls[None, :]                                 # (B, cap)
-        flags = flags | _value_flags(static, values, valid[..., None]) \
-            | _value_flags(static, gaps, valid[..., None], rewards=False)
-        mean_gap = jnp.where(valid, pairwise_mean(gaps), 0.0)             # (B, cap)
-        in_part = s[:, None] < part[None, :]                                # (B, C)
-
-        # Pulls are added one after another, so the sums do not depend on the chunk size.
-        def add(acc, b):
-            r, g, p = acc
-            r = _compensated_add(r, jnp.where(valid[b][:, None], rewards[b], 0.0))
-            g = _compensated_add(g, mean_gap[b])
-            p = _compensated_add(p, jnp.where(in_part[b], mean_gap[b][row], 0.0))
-            return (r, g, p), None
-
-        sums, _ = jax.lax.scan(add, sums, jnp.arange(B))
-        return chunk + 1, sums, flags
-
-    most = pulls[0]                                  # row 0 has the most pulls
-    chunks = most // B + (most % B > 0)              # (most + B - 1) // B could pass int32
-    pair = lambda shape: (jnp.zeros(shape, dt), jnp.zeros(shape, dt))
-    init = (jnp.int32(0), (pair((cap, M)), pair((cap,)), pair(part.shape)), jnp.int32(0))
-    _, ((reward_sum, _), (regret_sum, _), (partial, _)), flags = jax.lax.while_loop(
-        lambda c: c[0] < chunks, body, init)
+    rows = jnp.sum(pulls > 0, dtype=jnp.int32)
+    (sums, regret), partial, flags = pulls_lib.row_sums(
+        rows, blocks, block, (jnp.zeros((M,), dt), zero), jnp.zeros(part.shape, dt), cap)
     counts = jnp.maximum(pulls, 1).astype(dt)
-    mean = pairwise_mean(reward_sum / counts[:, None])
-    return Estimate(mean, regret_sum, partial, flags)
+    return Estimate(pairwise_mean(sums / counts[:, None]), regret, partial, flags)
 
 
-def estimate(static: Static, params: Params, objective, table, centre, pulls, n, phase_key, jc, part) -> Estimate:
+def estimate(static: Static, params: Params, objective, table, centre, pulls, n, phase_key, jc, part,
+             complete=True) -> Estimate:
     """Pull every active node ``pulls[row]`` times on every client and return what the server
     receives (its mean over clients) and the regret paid.  ``jc, part`` locate each checkpoint
-    inside the phase: node row jc_c has had part_c of its pulls when checkpoint c is reached."""
+    inside the phase: node row jc_c has had part_c of its pulls when checkpoint c is reached.
+    ``complete``: the phase reaches its end (its estimates are uploaded); a cut phase's estimate
+    is never read, and the explicit sampler does not draw it."""
     if static.sampling == "explicit":
         lower, width = partition.lower_and_width(static, table, objective.lo, objective.hi) \
             if static.pull == "uniform" else (None, None)
-        return _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part)
+        return _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
+                                  complete)
     return _centre_estimate(static, params, objective, centre, pulls, n, phase_key, jc, part)

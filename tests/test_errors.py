@@ -40,7 +40,6 @@ BAD = [
     (dict(num_clients=2**21), "num_clients"),
     (dict(k=1000), "k "),
     (dict(capacity=2**30), "capacity"),
-    (dict(pull_chunk=0), "pull_chunk"),
     (dict(c=1e-200), "c and nu"),
     (dict(nu=1e-200), "c and nu"),
     (dict(dp_epsilon=1e-200, dp_delta=0.1), "dp_epsilon"),

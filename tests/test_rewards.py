@@ -21,7 +21,7 @@ SIGMA_DP2 = 2 * math.log(1.25 / DP_DELTA) / EPS ** 2          # 0.202
 
 def _node_means(config, objective):
     depth = depth_limit(config)
-    static = make_static(config, objective, 16, depth, seeds=DRAWS)
+    static = make_static(config, objective, 16, depth)
     params = jax.tree.map(jnp.asarray, make_params(config, depth))
     table = partition.root(static, jax.random.key(0))
     centre = partition.centres(static, table, objective.lo, objective.hi)

@@ -81,6 +81,39 @@ def test_four_devices_equal_one(tmp_path):
     compare(data, reference)
 
 
+EXPLICIT_CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    sys.path[:0] = [{root!r}, {tests!r}]
+    import fedpne_jax as fp
+    from helpers import make
+    from test_reproducibility import EXPLICIT
+    run = fp.run(EXPLICIT.replace(horizon=2000), make("himmelblau", 2, dim=2), seeds=[4, 0, 3, 1, 2], base_seed=5,
+                 devices="all")
+    np.savez({out!r}, final=run.final_regret, curves=run.curves, phases=run.phases,
+             recommendation=run.recommendation)
+""")
+
+
+def test_explicit_sampler_on_four_devices_equals_one(tmp_path):
+    """Per-pull draws are keyed by (phase, pull, row, client): 5 runs padded to 8 over 4 devices give
+    the numbers of one device."""
+    from helpers import make
+    from test_reproducibility import EXPLICIT
+    out = tmp_path / "explicit.npz"
+    script = EXPLICIT_CHILD.format(root=ROOT, tests=os.path.join(ROOT, "tests"), out=str(out))
+    child = subprocess.Popen([sys.executable, "-c", script], env=child_env(4), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    single = fp.run(EXPLICIT.replace(horizon=2000), make("himmelblau", 2, dim=2), seeds=5, base_seed=5, devices=1)
+    stdout, stderr = child.communicate(timeout=300)
+    assert child.returncode == 0, stderr
+    data = np.load(out)
+    order = [4, 0, 3, 1, 2]
+    for field, name in [("final_regret", "final"), ("curves", "curves"), ("phases", "phases"),
+                        ("recommendation", "recommendation")]:
+        np.testing.assert_array_equal(data[name], getattr(single, field)[order])
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))

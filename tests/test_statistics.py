@@ -11,8 +11,25 @@ SEEDS = 200
 
 
 def _reference_finals(config, objective, seeds=SEEDS):
+    return _reference_runs(config, objective, seeds)[0]
+
+
+def _reference_runs(config, objective, seeds=SEEDS):
+    """(final regrets, phases) of ``seeds`` reference runs."""
     rng = np.random.default_rng(12345)
-    return np.array([reference_run(config, objective, rng=rng).final_regret for _ in range(seeds)])
+    runs = [reference_run(config, objective, rng=rng) for _ in range(seeds)]
+    return np.array([r.final_regret for r in runs]), np.array([r.phases for r in runs])
+
+
+def assert_same_distribution(res, ref):
+    """Final regret and phase count of engine runs ``res`` against reference (finals, phases), |z| < 4
+    each; a phase count that no seed varies must be the same number on both sides."""
+    finals, phases = ref
+    assert abs(two_sample_z(res.final_regret, finals)) < 4
+    if np.ptp(res.phases) == 0 and np.ptp(phases) == 0:
+        assert res.phases[0] == phases[0]
+    else:
+        assert abs(two_sample_z(res.phases, phases)) < 4
 
 
 def test_gaussian_noise_matches_reference():
@@ -37,13 +54,14 @@ def test_samplers_agree_with_aggregate(sampling):
     assert not np.array_equal(agg.final_regret, other.final_regret)
 
 
-def test_bernoulli_matches_reference():
-    config = fp.FedPNEConfig(num_clients=3, horizon=5_000, split="longest", noise="bernoulli")
+@pytest.mark.parametrize("sampling", ["client", "explicit"])
+def test_bernoulli_matches_reference(sampling):
+    """Bernoulli rewards as Binomial counts per client, or pull by pull."""
+    config = fp.FedPNEConfig(num_clients=3, horizon=5_000, split="longest", noise="bernoulli", sampling=sampling)
     objective = make("garland", 3, heterogeneity="none")     # values in [0, 1]
-    assert config.resolved_sampling == "client"
     res = fp.run(config, objective, seeds=SEEDS)
-    ref = _reference_finals(config, objective)
-    assert abs(two_sample_z(res.final_regret, ref)) < 4
+    assert res.final_regret.std() > 1.0
+    assert_same_distribution(res, _reference_runs(config, objective))
 
 
 UNIFORM_PULLS = fp.FedPNEConfig(num_clients=3, horizon=3_000, split="longest", noise="uniform:0.5",
@@ -59,9 +77,9 @@ def test_uniform_pulls_match_reference(uniform_pulls):
     """Uniform pull points (every pull simulated): regret uses f at the points actually pulled."""
     assert UNIFORM_PULLS.resolved_sampling == "explicit"
     res = uniform_pulls
-    ref = _reference_finals(UNIFORM_PULLS, make("garland", 3), seeds=100)
+    ref = _reference_runs(UNIFORM_PULLS, make("garland", 3))
     assert res.final_regret.std() > 0.5
-    assert abs(two_sample_z(res.final_regret, ref)) < 4
+    assert_same_distribution(res, ref)
     assert np.all(np.diff(res.curves, axis=1) >= -1e-3)   # cumulative regret never decreases
     assert np.all((res.recommendation >= 0.0) & (res.recommendation <= 1.0))
 
@@ -73,23 +91,29 @@ def test_dp_with_uniform_noise_matches_reference():
     objective = make("garland", 3)
     assert config.resolved_sampling == "explicit"
     res = fp.run(config, objective, seeds=SEEDS)
-    ref = _reference_finals(config, objective)
-    assert abs(two_sample_z(res.final_regret, ref)) < 4
+    assert_same_distribution(res, _reference_runs(config, objective))
+
+
+def test_dp_with_uniform_points_matches_reference():
+    config = UNIFORM_PULLS.replace(noise="gaussian:0.2", dp_epsilon=4.0, dp_delta=0.05)
+    objective = make("garland", 3)
+    res = fp.run(config, objective, seeds=SEEDS)
+    assert_same_distribution(res, _reference_runs(config, objective))
 
 
 def test_uniform_noise_centre_pulls_match_reference():
     config = fp.FedPNEConfig(num_clients=3, horizon=3_000, split="longest", noise="uniform:0.8")
     objective = make("doublesine", 3)
     res = fp.run(config, objective, seeds=SEEDS)
-    ref = _reference_finals(config, objective)
-    assert abs(two_sample_z(res.final_regret, ref)) < 4
+    assert res.final_regret.std() > 1.0
+    assert_same_distribution(res, _reference_runs(config, objective))
 
 
-def test_explicit_results_do_not_depend_on_chunk_size(uniform_pulls):
-    """Pulls are summed one after another whatever the chunk size (and the default chunk size
-    depends on the batch), so a seed's numbers are identical."""
-    assert uniform_pulls.config["pull_chunk"] is None
-    other = fp.run(UNIFORM_PULLS.replace(pull_chunk=7), make("garland", 3), seeds=[0, 1, 2, 3])
+def test_explicit_results_do_not_depend_on_capacity(uniform_pulls):
+    """Each draw is keyed by (phase, pull, node row, client), never by the table's size, and each
+    row's pulls are summed block after block: a larger node table gives a seed the same numbers."""
+    assert uniform_pulls.capacity == 64
+    other = fp.run(UNIFORM_PULLS.replace(capacity=256), make("garland", 3), seeds=[0, 1, 2, 3])
     for field in ("phases", "recommendation", "final_regret", "curves", "uploads", "depth"):
         np.testing.assert_array_equal(getattr(other, field), getattr(uniform_pulls, field)[:4])
 
@@ -107,11 +131,11 @@ def test_compensated_sums_do_not_stall():
     rewards per node, so it sums with compensation."""
     import jax
     import jax.numpy as jnp
-    from fedpne_jax.rewards import _compensated_add
+    from fedpne_jax.ordered import compensated_add
 
     def total(x, steps):
         init = (jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))
-        return jax.lax.fori_loop(0, steps, lambda i, acc: _compensated_add(acc, x), init)[0]
+        return jax.lax.fori_loop(0, steps, lambda i, acc: compensated_add(acc, x), init)[0]
 
     assert float(jax.jit(total, static_argnums=1)(jnp.float32(1.0), 2**24 + 1000)) == 2**24 + 1000
     np.testing.assert_allclose(float(jax.jit(total, static_argnums=1)(jnp.float32(0.1), 10**7)),

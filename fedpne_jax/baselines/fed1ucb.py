@@ -55,7 +55,9 @@ import numpy as np
 from fedpne_jax.baseline import Algorithm, BaselineConfig
 from fedpne_jax.baselines import arms as arm_grid
 from fedpne_jax.config import MAX_CLIENTS
-from fedpne_jax.ordered import pairwise_mean
+from fedpne_jax import philox
+from fedpne_jax import pulls as pulls_lib
+from fedpne_jax.ordered import inclusive_scan, pairwise_mean
 
 NOISE_STREAM = 0x4E4F4953       # fold_in tag of the key of the phases' rewards
 INT32_MAX = 2**31 - 1
@@ -167,37 +169,38 @@ def make_params(config: Fed1UCBConfig) -> Params:
                   noise_scale=np.float32(config.noise_scale), bound=np.float32(bound))
 
 
-def inclusive_scan(x):
-    """Prefix sums along the last axis in an order fixed by its length (Hillis-Steele doubling), so a
-    run's numbers do not depend on the batch it runs in."""
-    shift = 1
-    while shift < x.shape[-1]:
-        x = x + jnp.concatenate([jnp.zeros_like(x[..., :shift]), x[..., :-shift]], axis=-1)
-        shift *= 2
-    return x
-
-
-def communicate(kind: str, key, scale, pulls, local, order, chunks, chunk: int, means, server, phase):
+def communicate(kind: str, key, scale, pulls, local, order, count, chunks, chunk: int, means, server, phase):
     """One phase's uploads and their average: every client's running mean of its rewards at each of the
-    ``chunk * chunks`` first arms of ``order`` (the active arms, then K as padding) gains this phase's
-    mean of ``pulls`` rewards; returns the updated (K, M) means and (K,) server averages (rows of arms
-    not drawn are left as they were).
+    ``chunk * chunks`` first arms of ``order`` (the ``count`` active arms, then K as padding) gains
+    this phase's mean of ``pulls`` rewards; returns the updated (K, M) means and (K,) server averages
+    (rows of arms not drawn are left as they were).
 
-    Arms are drawn ``chunk`` at a time, so a late phase with few active arms costs little (random bits
-    dominate).  Gaussian or no noise: one draw of the mean, N(f_m(x), s^2 / f), exact in
-    distribution; Bernoulli and uniform noise: every pull."""
+    Gaussian or no noise: one draw of the mean, N(f_m(x), s^2 / f), exact in distribution, ``chunk``
+    arms at a time, so a late phase with few active arms costs little (random bits dominate).
+    Bernoulli and uniform noise: every pull, a block of pulls at a time (pulls.py), the arm's rank
+    in ``order`` as its row."""
     f = pulls.astype(local.dtype)
+    M = local.shape[1]
+    if kind not in ("gaussian", "none"):
+        words = philox.key_words(key)
+
+        def block(j, b):
+            u = pulls_lib.block_uniforms(words, j, b, M, 1, local.dtype)
+            values = jnp.take(local, order[j], axis=0)[:, None]
+            r = pulls_lib.rewards(kind, scale, None, values, u)
+            return pulls_lib.block_sum(r, (pulls_lib.block_offsets(b) < pulls)[None, :]), (), jnp.int32(0)
+
+        sums, _, _ = pulls_lib.row_sums(jnp.minimum(count, chunks * chunk), pulls_lib.block_count(pulls), block,
+                                        jnp.zeros((M,), local.dtype), (), order.shape[0])
 
     def one_chunk(c, carry):
         means, server = carry
         rows = jax.lax.dynamic_slice(order, (c * chunk,), (chunk,))
-        vals = jnp.take(local, rows, axis=0, mode="fill", fill_value=0.0)
-        ckey = jax.random.fold_in(key, c)
         if kind in ("gaussian", "none"):
-            fresh = arm_grid.observe_flat(ckey, kind, scale / jnp.sqrt(f), vals)
+            vals = jnp.take(local, rows, axis=0, mode="fill", fill_value=0.0)
+            fresh = arm_grid.observe_flat(jax.random.fold_in(key, c), kind, scale / jnp.sqrt(f), vals)
         else:
-            draw = lambda j, total: total + arm_grid.observe_flat(jax.random.fold_in(ckey, j), kind, scale, vals)
-            fresh = jax.lax.fori_loop(0, pulls, draw, jnp.zeros_like(vals)) / f
+            fresh = jax.lax.dynamic_slice(sums, (c * chunk, 0), (chunk, M)) / f
         old = jnp.take(means, rows, axis=0, mode="fill", fill_value=0.0)
         new = old + (fresh - old) / phase.astype(old.dtype)       # all active arms have p f pulls
         return means.at[rows].set(new, mode="drop"), server.at[rows].set(pairwise_mean(new), mode="drop")
@@ -260,7 +263,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         p = s.phases + 1
         chunks = jnp.where(complete, -(-count // chunk), 0)
         means, server = communicate(static.noise_kind, jax.random.fold_in(noise_key, p), params.noise_scale, f,
-                                    local, order, chunks, chunk, s.means, s.server, p)
+                                    local, order, count, chunks, chunk, s.means, s.server, p)
         bound = jnp.sqrt(params.bound / (p * f).astype(server.dtype))
         best = jnp.max(jnp.where(s.active, server, -jnp.inf))
         keep = jnp.where(complete, s.active & ~(server + bound < best - bound), s.active)

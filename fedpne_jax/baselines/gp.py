@@ -60,8 +60,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax import checkpoints, noise
+from fedpne_jax.philox import key_words, unit_floats
 from fedpne_jax.baseline import BaselineConfig
-from fedpne_jax.ordered import pairwise_mean, pairwise_sum
+from fedpne_jax.ordered import compensated_add, pairwise_mean, pairwise_sum
 
 KERNELS = ("exponential", "rbf", "matern52")
 CANDIDATE_KINDS = ("shifted", "grid", "random")
@@ -198,24 +199,11 @@ def common_params(config: GPConfig) -> dict:
 # A round draws all its words (noise first, then the policy's) in one call: each threefry call site
 # costs ~0.3 s of compile time, and fold_in + uniform per purpose would put five in the loop body.
 
-def _key_pair(key):
-    data = jax.random.key_data(key)
-    if data.shape != (2,):
-        raise ValueError(f"the GP baselines need the threefry2x32 PRNG (jax's default), got a key "
-                         f"with data of shape {data.shape}")
-    return data
-
-
 def words(key, t, n: int):
     """The n random uint32 words of round t (1-based; 0 = the candidates) of the run with key ``key``."""
     half = (n + 1) // 2
     count = jnp.concatenate([jnp.full((half,), t, jnp.uint32), jnp.arange(half, dtype=jnp.uint32)])
-    return jax.extend.random.threefry_2x32(_key_pair(key), count)[:n]
-
-
-def unit_floats(w):
-    """Uniform [0, 1) float32 from uint32 words (the top 23 bits, as jax.random.uniform)."""
-    return jax.lax.bitcast_convert_type((w >> 9) | jnp.uint32(0x3F800000), jnp.float32) - 1.0
+    return jax.extend.random.threefry_2x32(key_words(key), count)[:n]
 
 
 # ------------------------------------------------------------------ candidates and kernels
@@ -300,14 +288,6 @@ def condition_cov(cov, j, noise_var):
 def condition_mean(mean, c, d, j, y):
     """The mean's half of the rank-one step (c, d from :func:`condition_cov` before the update)."""
     return mean + c * ((y - mean[j]) / d)
-
-
-def compensated_add(acc, x):
-    """Kahan summation step: float32 regret sums over 1e6+ rounds stay within a few ulps."""
-    total, lost = acc
-    y = x - lost
-    t = total + y
-    return t, (t - total) - y
 
 
 # ------------------------------------------------------------------ the rounds

@@ -30,6 +30,7 @@ import numpy as np
 from fedpne_jax import noise
 from fedpne_jax.baseline import Algorithm
 from fedpne_jax.baselines import gp
+from fedpne_jax.philox import unit_floats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +65,7 @@ def standard_normals(key, t, static: gp.Static):
 
 def _normals(static, w):
     # The inverse CDF of noise.standard_normal (as jax.random.normal).
-    return noise.standard_normal(gp.unit_floats(w))
+    return noise.standard_normal(unit_floats(w))
 
 
 def choose(static, params, model, extra, t, b, z):
