@@ -35,26 +35,36 @@ def block_count(n):
 
 
 def block_uniforms(key, row, block, num_clients: int, words: int, dtype):
-    """(words, M, PULL_BLOCK) uniforms in [0, 1) of block ``block`` of row ``row``: word w of the
-    block's pull i for client m is lane i % 4 of Philox(counter (block P/4 + i // 4, row, m, w))."""
+    """The uniforms in [0, 1) of block ``block`` of row ``row`` as four lanes, each (words, M, P/4):
+    pull s = block P + l P/4 + i (lane l, position i) draws word w for client m from lane l of
+    Philox(counter (block P/4 + i, row, m, w)).  The lanes stay separate arrays until they are summed
+    (block_sum): stacking or interleaving them first costs XLA a copy of every number, and about
+    half the throughput on a CPU."""
     quads = PULL_BLOCK // 4
     q = (block * quads).astype(jnp.uint32) + jnp.arange(quads, dtype=jnp.uint32)
     m = jnp.arange(num_clients, dtype=jnp.uint32)
     w = jnp.arange(words, dtype=jnp.uint32)
     bits = philox.philox4x32((q[None, None, :], jnp.asarray(row).astype(jnp.uint32), m[None, :, None],
                               w[:, None, None]), key)
-    bits = jnp.stack(jnp.broadcast_arrays(*bits), axis=-1)            # (words, M, P/4, 4)
-    return philox.unit_floats(bits.reshape(words, num_clients, PULL_BLOCK), dtype)
+    return [philox.unit_floats(jnp.broadcast_to(b, (words, num_clients, quads)), dtype) for b in bits]
 
 
 def block_offsets(block):
-    """(PULL_BLOCK,) int32 pull indices s of a block."""
-    return block * PULL_BLOCK + jnp.arange(PULL_BLOCK, dtype=jnp.int32)
+    """(4, PULL_BLOCK / 4) int32 pull indices s of a block: row l holds lane l (see block_uniforms)."""
+    return block * PULL_BLOCK + jnp.arange(PULL_BLOCK, dtype=jnp.int32).reshape(4, PULL_BLOCK // 4)
 
 
-def block_sum(x, valid):
-    """Sum over the last (pull) axis of the entries where ``valid``: the block's fixed pairwise tree."""
-    return pairwise_sum(jnp.where(valid, x, jnp.zeros((), x.dtype)))
+def in_pull_order(lanes):
+    """Four lanes (..., P/4) as one (..., P) array in pull order."""
+    return jnp.concatenate(list(lanes), axis=-1)
+
+
+def block_sum(lanes, valid):
+    """Sum over a block, given as four lanes (..., P/4), of the entries where ``valid`` ((4, ..., P/4),
+    lane l in row l): the pairwise tree of ordered.pairwise_sum over the block in pull order, whose
+    first two levels, lanes (0 + 2) and (1 + 3), then their sum, are elementwise here."""
+    x = [jnp.where(valid[lane], lanes[lane], jnp.zeros((), lanes[lane].dtype)) for lane in range(4)]
+    return pairwise_sum((x[0] + x[2]) + (x[1] + x[3]))
 
 
 def noise_words(kind: str, gauss: bool) -> int:

@@ -146,10 +146,9 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
             return Estimate(pairwise_mean(local_c), regret, partial, flags)
 
         def block(j, b):
-            s = pulls_lib.block_offsets(b)
-            u = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # (words, M, P)
-            r = pulls_lib.rewards(kind, params.noise_scale, gauss_var, local_c[j][:, None], u)
-            return pulls_lib.block_sum(r, (s < pulls[j])[None, :]), (), jnp.int32(0)
+            lanes = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # 4 x (words, M, P/4)
+            r = [pulls_lib.rewards(kind, params.noise_scale, gauss_var, local_c[j][:, None], u) for u in lanes]
+            return pulls_lib.block_sum(r, (pulls_lib.block_offsets(b) < pulls[j])[:, None, :]), (), jnp.int32(0)
 
         rows = jnp.where(complete, jnp.sum(pulls > 0, dtype=jnp.int32), 0)
         sums, _, _ = pulls_lib.row_sums(rows, blocks, block, jnp.zeros((M,), dt), (), cap)
@@ -159,19 +158,19 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     clients = jnp.arange(M, dtype=jnp.int32)
 
     def block(j, b):
-        s = pulls_lib.block_offsets(b)
-        valid = s < pulls[j]                                                        # (P,)
-        u = pulls_lib.block_uniforms(key, j, b, M, words, dt)                      # (words, M, P)
-        pts = lower[j] + jnp.moveaxis(u[:D], 0, -1) * width[j]                      # (M, P, D)
-        values = jax.vmap(lambda p, m: jax.vmap(lambda x: objective.local(x, m))(p))(pts, clients)
-        gaps = objective.f_star - jax.vmap(jax.vmap(objective.global_value))(pts)   # (M, P)
-        mean_gap = pairwise_mean(gaps.T)                                            # (P,)
-        flags = _value_flags(static, values, valid[None, :]) | _value_flags(static, gaps, valid[None, :], False)
-        r = pulls_lib.rewards(kind, params.noise_scale, gauss_var, values, u[D:])
-        reward_sum = pulls_lib.block_sum(r, valid[None, :] & complete)
+        valid = (pulls_lib.block_offsets(b) < pulls[j])[:, None, :]                  # (4, 1, P/4)
+        u = jnp.stack(pulls_lib.block_uniforms(key, j, b, M, words, dt))              # (4, words, M, P/4)
+        pts = lower[j] + jnp.moveaxis(u[:, :D], 1, -1) * width[j]                       # (4, M, P/4, D)
+        local = lambda p, m: jax.vmap(lambda x: objective.local(x, m))(p)
+        values = jax.vmap(jax.vmap(local, in_axes=(0, 0)), in_axes=(0, None))(pts, clients)   # (4, M, P/4)
+        gaps = objective.f_star - jax.vmap(jax.vmap(jax.vmap(objective.global_value)))(pts)
+        flags = _value_flags(static, values, valid) | _value_flags(static, gaps, valid, False)
+        r = pulls_lib.rewards(kind, params.noise_scale, gauss_var, values, jnp.moveaxis(u[:, D:], 1, 0))
+        reward_sum = pulls_lib.block_sum(r, valid & complete)
+        mean_gap = jnp.where(valid[:, 0], pairwise_mean(jnp.moveaxis(gaps, 1, -1)), zero)   # (4, P/4)
         # The regret of the block's first i pulls, for every i: checkpoint c inside this block reads
         # its prefix, one after it the whole block.
-        prefix = inclusive_scan(jnp.where(valid, mean_gap, zero))
+        prefix = inclusive_scan(pulls_lib.in_pull_order(mean_gap))
         upto = part - b * pulls_lib.PULL_BLOCK
         partial = jnp.where((jc == j) & (upto > 0),
                             prefix[jnp.clip(upto, 1, pulls_lib.PULL_BLOCK) - 1], zero)

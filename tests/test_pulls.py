@@ -62,24 +62,37 @@ def test_unit_floats_are_the_top_bits():
 
 
 def test_block_uniforms_layout():
-    """Word w of pull s of client m at row j is lane s % 4 of Philox((s // 4, j, m, w))."""
+    """Pull s = bP + l P/4 + i draws word w for client m from lane l of Philox((bP/4 + i, j, m, w))."""
     key = np.uint32([123, 456])
     row, block, M, W = 5, 3, 2, 3
-    u = np.asarray(jax.jit(pulls.block_uniforms, static_argnums=(3, 4, 5))(
+    u = np.stack(jax.jit(pulls.block_uniforms, static_argnums=(3, 4, 5))(
         key, jnp.int32(row), jnp.int32(block), M, W, jnp.float32))
-    assert u.shape == (W, M, pulls.PULL_BLOCK)
-    s = block * pulls.PULL_BLOCK + np.arange(pulls.PULL_BLOCK)
+    quads = pulls.PULL_BLOCK // 4
+    assert u.shape == (4, W, M, quads)
+    s = np.asarray(pulls.block_offsets(block))
+    np.testing.assert_array_equal(s.ravel(), block * pulls.PULL_BLOCK + np.arange(pulls.PULL_BLOCK))
+    q = block * quads + np.arange(quads)
     for w in range(W):
         for m in range(M):
-            lanes = numpy_philox((s // 4, np.full(s.shape, row), np.full(s.shape, m), np.full(s.shape, w)), key)
-            bits = np.choose(s % 4, lanes)
-            np.testing.assert_array_equal(u[w, m], (bits >> 9).astype(np.float32) / 2**23)
+            lanes = numpy_philox((q, np.full(quads, row), np.full(quads, m), np.full(quads, w)), key)
+            for lane in range(4):
+                np.testing.assert_array_equal(u[lane, w, m], (lanes[lane] >> 9).astype(np.float32) / 2**23)
+
+
+def test_block_sum_is_the_pairwise_sum_in_pull_order():
+    """The lane-major block sum equals ordered.pairwise_sum of the block in pull order, bit for bit."""
+    from fedpne_jax.ordered import pairwise_sum
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((4, 3, pulls.PULL_BLOCK // 4)), jnp.float32)
+    valid = jnp.asarray(np.random.default_rng(2).random((4, 1, pulls.PULL_BLOCK // 4)) < 0.7)
+    got = jax.jit(pulls.block_sum)(list(x), valid)
+    flat = pulls.in_pull_order(list(jnp.where(valid, x, 0.0)))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(pairwise_sum(flat)))
 
 
 def test_uniforms_are_uniform():
     """Mean 1/2 and variance 1/12 over a million draws, within 5 standard errors."""
     key = np.uint32([7, 9])
-    u = jax.jit(jax.vmap(lambda b: pulls.block_uniforms(key, 0, b, 4, 1, jnp.float32)))(jnp.arange(1024))
+    u = jax.jit(jax.vmap(lambda b: jnp.stack(pulls.block_uniforms(key, 0, b, 4, 1, jnp.float32))))(jnp.arange(1024))
     u = np.asarray(u, np.float64).ravel()
     n = u.size
     assert abs(u.mean() - 0.5) < 5 * np.sqrt(1 / 12 / n)
@@ -97,8 +110,8 @@ def _row_sums(n, rows, dtype):
     M = 3
 
     def block(j, b):
-        u = pulls.block_uniforms(key, j, b, M, 1, jnp.float32)[0].astype(dtype)
-        return pulls.block_sum(u, (pulls.block_offsets(b) < n)[None, :]), (), jnp.int32(0)
+        u = [x[0].astype(dtype) for x in pulls.block_uniforms(key, j, b, M, 1, jnp.float32)]
+        return pulls.block_sum(u, (pulls.block_offsets(b) < n)[:, None, :]), (), jnp.int32(0)
 
     run = jax.jit(lambda: pulls.row_sums(jnp.int32(rows), pulls.block_count(jnp.int32(n)), block,
                                          jnp.zeros((M,), dtype), (), rows + 2))
@@ -124,15 +137,17 @@ def test_row_sums_handle_partial_blocks_and_rows():
     M = 2
 
     def block(j, b):
-        u = pulls.block_uniforms(key, j, b, M, 1, jnp.float32)[0]
-        return pulls.block_sum(u, (pulls.block_offsets(b) < counts[j])[None, :]), (), jnp.int32(0)
+        u = [x[0] for x in pulls.block_uniforms(key, j, b, M, 1, jnp.float32)]
+        return pulls.block_sum(u, (pulls.block_offsets(b) < counts[j])[:, None, :]), (), jnp.int32(0)
 
     table, _, _ = jax.jit(lambda: pulls.row_sums(jnp.int32(2), pulls.block_count(counts[0]), block,
                                                  jnp.zeros((M,), jnp.float32), (), 4))()
     for j, n in enumerate([int(counts[0]), 1]):
         s = np.arange(n)
         for m in range(M):
-            lanes = numpy_philox((s // 4, np.full(n, j), np.full(n, m), np.zeros(n)), key)
-            want = ((np.choose(s % 4, lanes) >> 9) / 2**23).sum()
+            quads = pulls.PULL_BLOCK // 4
+            block, within = s // pulls.PULL_BLOCK, s % pulls.PULL_BLOCK
+            lanes = numpy_philox((block * quads + within % quads, np.full(n, j), np.full(n, m), np.zeros(n)), key)
+            want = ((np.choose(within // quads, lanes) >> 9) / 2**23).sum()
             np.testing.assert_allclose(float(table[j, m]), want, rtol=1e-6)
     assert np.all(np.asarray(table[2:]) == 0)

@@ -185,10 +185,10 @@ def communicate(kind: str, key, scale, pulls, local, order, count, chunks, chunk
         words = philox.key_words(key)
 
         def block(j, b):
-            u = pulls_lib.block_uniforms(words, j, b, M, 1, local.dtype)
             values = jnp.take(local, order[j], axis=0)[:, None]
-            r = pulls_lib.rewards(kind, scale, None, values, u)
-            return pulls_lib.block_sum(r, (pulls_lib.block_offsets(b) < pulls)[None, :]), (), jnp.int32(0)
+            r = [pulls_lib.rewards(kind, scale, None, values, u) for u in pulls_lib.block_uniforms(words, j, b, M, 1,
+                                                                                                 local.dtype)]
+            return pulls_lib.block_sum(r, (pulls_lib.block_offsets(b) < pulls)[:, None, :]), (), jnp.int32(0)
 
         sums, _, _ = pulls_lib.row_sums(jnp.minimum(count, chunks * chunk), pulls_lib.block_count(pulls), block,
                                         jnp.zeros((M,), local.dtype), (), order.shape[0])
