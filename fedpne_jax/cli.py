@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fedpne_jax import algorithms
-from fedpne_jax.config import NOISE_KINDS, PULLS, SAMPLINGS, SPLITS
-from fedpne_jax.errors import CapacityError, MissingExtra, ObjectiveError
+from fedpne_jax.core import registry as algorithms
+from fedpne_jax.core.config import NOISE_KINDS, PULLS, SAMPLINGS, SPLITS
+from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
 
 # Options that map one-to-one onto config fields of the same name; None means "not given", so the
 # algorithm's own default applies and an option an algorithm does not have can be refused.
@@ -92,7 +92,7 @@ def _sweep_parser(sub):
 
 
 def _reproduce_parser(sub):
-    from fedpne_jax import figures
+    from fedpne_jax.paper import figures
     lines = [f"  {name:14s} {f.paper or 'new'}: {f.title}" for name, f in figures.FIGURES.items()]
     p = sub.add_parser("reproduce", help="run the sweeps of a figure of the paper (or a new study) and plot it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_reproduce(args) -> int:
-    from fedpne_jax.reproduce import reproduce
+    from fedpne_jax.paper.reproduce import reproduce
     reproduce(args.figures, out=args.out, quick=args.quick, seeds=args.seeds, progress=not args.no_progress,
               memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot, overwrite=args.overwrite)
     return 0
@@ -150,7 +150,7 @@ def check_folder(option: str, path: str) -> None:
 
 
 def cmd_plot(args) -> int:
-    from fedpne_jax.plot import plot_results
+    from fedpne_jax.paper.plot import plot_results
     check_folder("--out", args.out)
     path = plot_results(args.results, args.out, title=args.title, band=args.band,
                         xscale="log" if args.logx else "linear", yscale="log" if args.logy else "linear")
@@ -216,14 +216,14 @@ def cmd_run(args) -> int:
 
 
 def _devices(spec: str):
-    from fedpne_jax import sharding
+    from fedpne_jax.core import sharding
     return sharding.select_devices(spec)
 
 
 def cmd_sweep(args) -> int:
-    from fedpne_jax import sweep as sweep_lib
-    from fedpne_jax.load import load_sweep
-    from fedpne_jax.runner import run_sweep
+    from fedpne_jax.experiments import sweep as sweep_lib
+    from fedpne_jax.experiments.load import load_sweep
+    from fedpne_jax.experiments.runner import run_sweep
 
     base = sweep_lib.read(args.file) if args.file else None
     raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
@@ -245,7 +245,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if getattr(args, "distributed", False):
-            from fedpne_jax import sharding
+            from fedpne_jax.core import sharding
             sharding.initialize(args.coordinator, args.num_processes, args.process_id)
         commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot}
         return commands[args.command](args)

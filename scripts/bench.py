@@ -31,8 +31,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
 import reference  # noqa: E402
-from fedpne_jax.fedpne import compiled_memory  # noqa: E402
-from fedpne_jax.result import device_name, versions  # noqa: E402
+from fedpne_jax.algorithms.fedpne.engine import compiled_memory  # noqa: E402
+from fedpne_jax.core.result import device_name, versions  # noqa: E402
 
 
 def reference_rate(config, objective, runs: int, per_pull: bool) -> float:

@@ -32,10 +32,10 @@ import jax  # noqa: E402
 import objectives  # noqa: E402
 import reference  # noqa: E402
 import reference_fed1ucb  # noqa: E402
-from fedpne_jax import driver  # noqa: E402
-from fedpne_jax.baseline import run_algorithm  # noqa: E402
-from fedpne_jax.baselines import arms, fed1ucb, fnucb  # noqa: E402
-from fedpne_jax.result import device_name  # noqa: E402
+from fedpne_jax.core import executor as driver  # noqa: E402
+from fedpne_jax.core.algorithm import run_algorithm  # noqa: E402
+from fedpne_jax.algorithms.arms import arm_grid as arms, fed1ucb, fnucb  # noqa: E402
+from fedpne_jax.core.result import device_name  # noqa: E402
 
 M = 10
 

@@ -33,10 +33,10 @@ import jax.numpy as jnp  # noqa: E402
 import objectives  # noqa: E402
 import reference  # noqa: E402
 import reference_gp  # noqa: E402
-from fedpne_jax import driver  # noqa: E402
-from fedpne_jax.baseline import run_algorithm  # noqa: E402
-from fedpne_jax.baselines import bbo, bo, gp, gpucb, kernelts  # noqa: E402
-from fedpne_jax.result import device_name  # noqa: E402
+from fedpne_jax.core import executor as driver  # noqa: E402
+from fedpne_jax.core.algorithm import run_algorithm  # noqa: E402
+from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernelts  # noqa: E402
+from fedpne_jax.core.result import device_name  # noqa: E402
 
 MODULES = {"kernelts": kernelts, "gpucb": gpucb, "bo": bo, "bbo": bbo}
 BBO_CLIENTS = 10

@@ -38,8 +38,8 @@ import jax.numpy as jnp  # noqa: E402
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-from fedpne_jax import philox, pulls  # noqa: E402
-from fedpne_jax.fedpne import compiled_memory  # noqa: E402
+from fedpne_jax.core import philox, pulls  # noqa: E402
+from fedpne_jax.algorithms.fedpne.engine import compiled_memory  # noqa: E402
 
 CASES = [(10, 10**5, 100), (100, 10**6, 10)]
 NOISE = "uniform:0.1"

@@ -50,7 +50,7 @@ def sweep_row(seeds: int, memory_gb: float, devices: str = "all", repeats: int =
     and the fastest execution counts, as this machine's load moves single timings by tens of percent."""
     import jax
     import fedpne_jax as fp
-    from fedpne_jax.result import device_name
+    from fedpne_jax.core.result import device_name
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with tempfile.TemporaryDirectory() as out:
@@ -75,8 +75,8 @@ def sweep_row(seeds: int, memory_gb: float, devices: str = "all", repeats: int =
 def grid_row(seeds: int, repeats: int = 1) -> dict:
     import fedpne_jax as fp
     import objectives
-    from fedpne_jax.params import depth_limit, initial_capacity
-    from fedpne_jax.result import device_name
+    from fedpne_jax.algorithms.fedpne.plan import depth_limit, initial_capacity
+    from fedpne_jax.core.result import device_name
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     config = fp.FedPNEConfig(num_clients=M, horizon=T, noise="gaussian:0.1", checkpoints=CHECKPOINTS)
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
             else grid_row(int(rest[0]), int(rest[1]))
         print(json.dumps(row))
         return 0
-    from fedpne_jax.result import device_name, versions
+    from fedpne_jax.core.result import device_name, versions
     result = rows(args.quick, args.memory_gb)
     print(f"device: {device_name()}")
     print(table(result))

@@ -31,9 +31,9 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import objectives  # noqa: E402
-from fedpne_jax.baseline import run_algorithm  # noqa: E402
-from fedpne_jax.baselines import hct, hoo  # noqa: E402
-from fedpne_jax.result import device_name  # noqa: E402
+from fedpne_jax.core.algorithm import run_algorithm  # noqa: E402
+from fedpne_jax.algorithms.trees import hct, hoo  # noqa: E402
+from fedpne_jax.core.result import device_name  # noqa: E402
 from reference import FUNCTIONS  # noqa: E402
 
 SIGMA = 0.1

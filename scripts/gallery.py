@@ -13,8 +13,8 @@ import argparse
 import os
 import shutil
 
-from fedpne_jax import summary
-from fedpne_jax.reproduce import TIMING
+from fedpne_jax.paper import summary
+from fedpne_jax.paper.reproduce import TIMING
 
 
 def main(argv=None) -> int:

@@ -21,7 +21,7 @@ sys.path.insert(0, ROOT)
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-from fedpne_jax import algorithms  # noqa: E402
+from fedpne_jax.core import registry as algorithms  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "data", "behaviour.npz")
 SEEDS = 3

@@ -8,8 +8,8 @@ import numpy as np
 import fedpne_jax as fp
 import objectives
 import reference
-from fedpne_jax import partition
-from fedpne_jax.fedpne import run_keys, seed_key
+from fedpne_jax.algorithms.fedpne import partition
+from fedpne_jax.algorithms.fedpne.engine import run_keys, seed_key
 
 
 def reference_problem(objective) -> reference.RefProblem:

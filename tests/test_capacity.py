@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.params import initial_capacity
+from fedpne_jax.algorithms.fedpne.plan import initial_capacity
 from helpers import make
 
 CONFIG = fp.FedPNEConfig(num_clients=4, horizon=5_000, noise="gaussian:0.1", split="random")

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import reference_fed1ucb as ref
-from fedpne_jax import algorithms, driver
-from fedpne_jax.baseline import run_algorithm
-from fedpne_jax.baselines import arms
-from fedpne_jax.baselines.fed1ucb import ALGORITHM, Fed1UCBConfig
-from fedpne_jax.errors import FLAG_NONFINITE, FLAG_RANGE, ObjectiveError
+from fedpne_jax.core import registry as algorithms, executor as driver
+from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.algorithms.arms import arm_grid as arms
+from fedpne_jax.algorithms.arms.fed1ucb import ALGORITHM, Fed1UCBConfig
+from fedpne_jax.core.errors import FLAG_NONFINITE, FLAG_RANGE, ObjectiveError
 from helpers import make, reference_problem, two_sample_z
 
 M = 3

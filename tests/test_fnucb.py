@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import reference_fed1ucb as ref_arms
-from fedpne_jax import driver
-from fedpne_jax.baseline import run_algorithm
-from fedpne_jax.baselines import arms, fnucb
-from fedpne_jax.baselines.fnucb import ALGORITHM, FNUCBConfig
+from fedpne_jax.core import executor as driver
+from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.algorithms.arms import arm_grid as arms, fnucb
+from fedpne_jax.algorithms.arms.fnucb import ALGORITHM, FNUCBConfig
 from helpers import make, reference_problem
 
 M = 3

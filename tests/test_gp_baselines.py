@@ -15,10 +15,10 @@ import pytest
 import objectives
 import reference
 import reference_gp
-from fedpne_jax import driver
-from fedpne_jax.baseline import run_algorithm
-from fedpne_jax.baselines import bbo, bo, gp, gpucb, kernelts
-from fedpne_jax.errors import ObjectiveError
+from fedpne_jax.core import executor as driver
+from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernelts
+from fedpne_jax.core.errors import ObjectiveError
 from helpers import two_sample_z
 
 T_EXACT = 40

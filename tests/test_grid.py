@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax import fedpne, grid
+from fedpne_jax.algorithms.fedpne import engine as fedpne
+from fedpne_jax.core import grid
 from helpers import make
 
 # c values chosen with one depth limit, so the three separate runs also share one program.

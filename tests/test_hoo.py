@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import objectives
-from fedpne_jax import driver
-from fedpne_jax.baseline import run_algorithm
-from fedpne_jax.baselines import hoo
+from fedpne_jax.core import executor as driver
+from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.algorithms.trees import hoo
 from helpers import assert_same_tree_run as assert_same_run, two_sample_z
 import reference_hoo
 

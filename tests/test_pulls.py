@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fedpne_jax import philox, pulls
+from fedpne_jax.core import philox, pulls
 
 # Random123's kat_vectors (Salmon et al., SC 2011): counter (4 words), key (2 words) -> 4 output words.
 KAT = [
@@ -81,7 +81,7 @@ def test_block_uniforms_layout():
 
 def test_block_sum_is_the_pairwise_sum_in_pull_order():
     """The lane-major block sum equals ordered.pairwise_sum of the block in pull order, bit for bit."""
-    from fedpne_jax.ordered import pairwise_sum
+    from fedpne_jax.core.ordered import pairwise_sum
     x = jnp.asarray(np.random.default_rng(1).standard_normal((4, 3, pulls.PULL_BLOCK // 4)), jnp.float32)
     valid = jnp.asarray(np.random.default_rng(2).random((4, 1, pulls.PULL_BLOCK // 4)) < 0.7)
     got = jax.jit(pulls.block_sum)(list(x), valid)

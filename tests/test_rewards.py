@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax import partition, rewards
-from fedpne_jax.params import depth_limit, make_params, make_static
+from fedpne_jax.algorithms.fedpne import partition, sampling as rewards
+from fedpne_jax.algorithms.fedpne.plan import depth_limit, make_params, make_static
 from helpers import make
 
 DRAWS = 4000

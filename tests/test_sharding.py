@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax import grid, sharding
+from fedpne_jax.core import grid, sharding
 from test_grid import C_VALUES, CONFIG, SEEDS, objective
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,7 +26,7 @@ CHILD = textwrap.dedent("""
     sys.path[:0] = [{root!r}, {tests!r}]
     {setup}
     import fedpne_jax as fp
-    from fedpne_jax import grid
+    from fedpne_jax.core import grid
     from test_grid import C_VALUES, CONFIG, objective
     run = fp.run(CONFIG.replace(c=C_VALUES[1]), objective(), seeds={run_seeds}, base_seed=3, devices="all")
     grid_runs = fp.run_grid(grid.product(CONFIG, c=C_VALUES), objective(), seeds={grid_seeds}, base_seed=3) \

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax import grid, sweep as sweep_lib
+from fedpne_jax.core import grid
+from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.cli import main
 from test_grid import C_VALUES, CONFIG, SEEDS, objective
 
@@ -137,7 +138,7 @@ def test_other_definition_in_the_folder_is_refused(clean, capsys):
     with pytest.raises(fp.SweepError, match="different sweep .*grid.*new --out folder"):
         fp.run_sweep(changed, out, progress=False)
     # A second writer at the same time is refused too (the lock dies with its process, see the SIGKILL test).
-    from fedpne_jax.store import Store
+    from fedpne_jax.experiments.store import Store
     holder = Store(out, sweep_lib.load(definition()))
     with pytest.raises(fp.SweepError, match="being written by another"):
         fp.run_sweep(definition(), out, progress=False)
@@ -193,7 +194,7 @@ def test_definition_is_normalised_and_checked(tmp_path):
 
 def test_chunk_planning():
     from types import SimpleNamespace
-    from fedpne_jax.runner import missing, pack, pieces, plan
+    from fedpne_jax.experiments.runner import missing, pack, pieces, plan
     assert missing([(0, 3), (5, 8)], 10) == [(3, 5), (8, 10)]
     assert missing([], 4) == [(0, 4)]
     assert pieces([(0, 10)], 4) == [(0, 4), (4, 8), (8, 10)]

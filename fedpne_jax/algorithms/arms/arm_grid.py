@@ -1,0 +1,147 @@
+"""The finite arm set of the multi-armed baselines (Fed1-UCB, FN-UCB): a grid with a random start.
+
+Paper, App. E (Fed1-UCB, reused for FN-UCB): "We select the K arms from each dimension of the domain
+by first randomly selecting a starting point around the boundaries, and then uniformly construct a
+meshgrid.  For example, for the case X = [0, 1] and K = 100, we first select the starting point
+uniformly randomly from [0, 0.01], and then select the other arms by constructing a uniform mesh
+from [0.01, 1]."  Read literally, per dimension d with cell width w_d = (hi_d - lo_d) / K:
+
+* arm 0 is lo_d + w_d * u_d, u_d ~ U[0, 1) drawn from the run's key (:func:`start_offsets`);
+* arms 1..K-1 are K - 1 evenly spaced points from lo_d + w_d to hi_d, both included
+  (``numpy.linspace(lo + w, hi, K - 1)``); with K = 2 that is the single point lo_d + w_d.
+
+So only arm 0 moves from run to run (within the first cell); runs differ mainly through the noise.
+(The other reading, a whole grid shifted by the random start, lo + w (u + j), would be a one-line
+change in :func:`axis_points`.)
+
+In D dimensions the arms are the Cartesian product of the per-dimension points, K^D arms, ordered
+with the first coordinate slowest (``itertools.product`` order); each dimension has its own start.
+``arms`` in the configurations is K per dimension; by default the largest K with K^D <= 100 (K = 100
+in one dimension, 10 in two, 4 in three), at least 2, so the default arm count stays near the
+paper's one-dimensional K = 100 instead of growing as 100^D.
+
+The objective is deterministic, so every arm's global value and the M local values are evaluated once
+per run (:func:`run_arms`): a pull then only indexes a table.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.core.noise import reward, value_flags
+
+DEFAULT_TOTAL = 100       # default arm count: the largest K^D not above this
+MAX_ARMS = 2**16          # K^D above this would make the per-run tables (K x M floats) unreasonably big
+ARMS_STREAM = 0x41524D    # fold_in tag of the key that draws the start offsets
+
+
+def default_per_dim(dim: int) -> int:
+    """The largest K >= 2 with K^dim <= DEFAULT_TOTAL (2 when even 2^dim exceeds it)."""
+    k = 2
+    while (k + 1) ** dim <= DEFAULT_TOTAL:
+        k += 1
+    return k
+
+
+def check_field(arms) -> None:
+    """Validate the ``arms`` config field (K per dimension, or None for the default)."""
+    if arms is None:
+        return
+    if isinstance(arms, bool) or not isinstance(arms, int) or arms < 1:
+        raise ValueError(f"arms (grid points per dimension) must be an integer >= 1 or None, got {arms!r}")
+    if arms > MAX_ARMS:
+        raise ValueError(f"arms (grid points per dimension) must be <= {MAX_ARMS}, got {arms!r}")
+
+
+def check_noise_scale(scale: float, noise: str) -> None:
+    """The noise scale's square must be a float32 (as FedPNEConfig requires)."""
+    if scale > 1e18:
+        raise ValueError(f"noise scale must be <= 1e18 (its square must be a float32), got {noise!r}")
+
+
+def per_dim(arms, dim: int) -> int:
+    return default_per_dim(dim) if arms is None else int(arms)
+
+
+def check_total(arms, dim: int) -> int:
+    """K^D for this objective's dimension; ValueError naming ``arms`` if it exceeds MAX_ARMS."""
+    k = per_dim(arms, dim)
+    total = k ** dim
+    if total > MAX_ARMS:
+        raise ValueError(f"arms: {k} grid points per dimension in D={dim} make {total} arms, more than "
+                         f"{MAX_ARMS}; choose fewer points per dimension")
+    return total
+
+
+def start_offsets(key, dim: int):
+    """The run's start offsets u in [0, 1)^D (float32): arm 0 of dimension d is lo_d + w_d u_d.
+
+    ``key`` is the run's key (``fedpne_jax.driver.seed_key(base_seed, seed)``); tests hand these
+    offsets to the NumPy references so that both build the same grid."""
+    return jax.random.uniform(jax.random.fold_in(key, ARMS_STREAM), (dim,), jnp.float32)
+
+
+def axis_points(u, lo: float, hi: float, k: int):
+    """The k points of one dimension (float32): the random start, then linspace(lo + w, hi, k - 1)."""
+    w = (hi - lo) / k
+    # The mesh does not depend on the run, so it is computed on the host: traced, XLA may fold it at
+    # compile time in one program and fuse it into an FMA at run time in another (seen: 1 ulp apart
+    # between a seed alone and in a batch).
+    mesh = np.concatenate([[lo], np.linspace(lo + w, hi, k - 1)]).astype(np.float32)
+    return jnp.asarray(mesh).at[0].set(jnp.float32(lo) + jnp.float32(w) * u)
+
+
+def grid(u, lo, hi, k: int):
+    """(k^D, D) arms, first coordinate slowest, from the start offsets u (D,)."""
+    dim = len(lo)
+    idx = jnp.arange(k ** dim, dtype=jnp.int32)
+    cols = []
+    for d in range(dim):          # D is static and small: one gather per coordinate
+        digit = (idx // (k ** (dim - 1 - d))) % k
+        cols.append(axis_points(u[d], lo[d], hi[d], k)[digit])
+    return jnp.stack(cols, axis=-1)
+
+
+def unit(points, lo, hi):
+    """Arms rescaled to [0, 1]^D (FN-UCB's network input)."""
+    lo_, hi_ = jnp.asarray(lo, jnp.float32), jnp.asarray(hi, jnp.float32)
+    return (points - lo_) / (hi_ - lo_)
+
+
+def no_contraction(x):
+    """x, with +-inf as NaN, behind a select that XLA cannot fold away.
+
+    XLA's CPU backend contracts a multiply followed by an add into one FMA whenever both land in the
+    same fused loop (always enabled), which eager execution (``jax.disable_jit``) never does, so
+    ``f_star - f(x)`` with f ending in a product differs in its last bit between the two.  A select
+    between the product and the add keeps them apart.  +-inf become NaN (flagged alike)."""
+    return jnp.where(jnp.isfinite(x), x, jnp.nan)
+
+
+def run_arms(key, objective, k: int):
+    """(arms (K, D), global values (K,), local values (K, M)) of one run (see :func:`no_contraction`)."""
+    points = grid(start_offsets(key, objective.dim), objective.lo, objective.hi, k)
+    return points, no_contraction(objective.value(points)), no_contraction(objective.local_values(points))
+
+
+def flags(noise_kind: str, global_values, local_values, pulled):
+    """FLAG_NONFINITE / FLAG_RANGE from the values of the arms that were pulled (``pulled`` (K,))."""
+    return (value_flags(noise_kind, local_values, pulled[:, None])
+            | value_flags(noise_kind, global_values, pulled, rewards=False))
+
+
+def observe_flat(key, kind: str, scale, values):
+    """One noisy reward per entry of ``values``: ``noise.reward``'s model (what ``noise.observe``
+    draws: gaussian N(0, scale^2), uniform U[-scale, scale], Bernoulli(value), or none), from one
+    flat draw of only the uniforms the kind uses.
+
+    ``noise.observe`` draws two uniforms per value, shaped (2,) + values.shape: XLA compiles the
+    random bits of a 3-D shape about ten times slower than those of a flat one (seconds per program),
+    and half of the numbers go unused whatever the kind (random bits dominate a Fed1-UCB phase)."""
+    if kind == "none":
+        return values
+    u = jax.random.uniform(key, (values.size,), values.dtype).reshape(values.shape)
+    if kind == "gaussian":
+        return reward(kind, scale, scale ** 2, values, None, u)
+    return reward(kind, scale, None, values, u, None)

@@ -1,0 +1,298 @@
+"""Fed1-UCB (Shi & Shen, "Federated Multi-armed Bandits", AAAI 2021) on the grid arms of App. E.
+
+The paper's rules, as its public code (github.com/ShenGroup/FMAB, ``Fed1_UCB_CR.py``) runs them with
+a fixed set of M clients:
+
+* Arms: K^D grid points with a random start (:mod:`fedpne_jax.baselines.arms`).
+* Phase p: while more than one arm is active, every client pulls every active arm f = ceil(kappa ln T)
+  times, arm after arm in index order (f consecutive rounds per arm; all clients pull the same arm in
+  the same round), so the phase lasts |active| f rounds.  The paper's experiments use kappa = 1 (the
+  public code uses 10, with which, the paper reports, Fed1-UCB did not finish its first phase).
+* After a phase each client uploads its mean reward of every active arm over all its pulls so far
+  (n = p f pulls per arm, the same for every active arm); the server averages them over clients,
+  mu_k = (1/M) sum_m mu_{m,k}, and eliminates arm k when mu_k + B < max_{j active} mu_j - B with
+  B = sqrt(4 sigma^2 ln T / (M n)) (the public code's tuned constant).
+* With one arm left, every client pulls it until T (commitment).
+* A phase that would pass round T is cut at T: clients follow its schedule until T; it uploads and
+  eliminates nothing (as Fed-PNE's cut phase).
+
+Regret: every client pulls the same arm in a round, so the per-client average
+(1/M) sum_m sum_{s<=t} (f* - f(x_{m,s})) with the global f equals sum_{s<=t} (f* - f(x_s)).
+
+sigma (the sub-Gaussian scale in B), unless given: the noise scale for 'gaussian:s'; 1/2 for
+'bernoulli' (every [0, 1]-valued reward is 1/2-sub-Gaussian; the public code's sigma = 1/2); a/sqrt(3)
+for 'uniform:a' (uniform noise is strictly sub-Gaussian: E exp(l X) = sinh(l a)/(l a) <= exp(l^2 a^2/6),
+so its best sub-Gaussian scale is its standard deviation); 0 for 'none' (B = 0: after the first
+phase only the arms with the largest mean survive).
+
+Simplifications and choices, all exact or stated:
+
+* Sampling: a phase only matters through each client's mean of f pulls per arm.  With Gaussian or no
+  noise it is drawn exactly as N(f_m(x_k), s^2/f) (one draw per client and arm); with Bernoulli or
+  uniform noise every pull is drawn and summed.  Only active arms are drawn, 8 at a time (random
+  bits dominate a phase's cost, and late phases have few active arms).  A phase cut at T draws
+  nothing (it uploads nothing).
+* Regret needs only the arms pulled: per phase, prefix sums of f (f* - f(x)) over the active arms in
+  pull order (a fixed-order scan) give R(t) at every checkpoint, O(K log K + C) per phase.  Running
+  cost: O(K log K + C + |active| M) per phase; the number of phases is at most T / (2 f) (a phase
+  has at least two arms).
+* The server's max runs over the active arms (the public code's ``nanmax`` also sees the stale
+  means of eliminated arms, which the paper's rule does not).
+* f = max(1, ceil(kappa ln T)) (T = 1 would give f = 0).
+* ``recommendation``: the active arm with the largest server mean after the last completed phase (the
+  committed arm once one is left); arm 0 if no phase completed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.core.algorithm import Algorithm, BaselineConfig
+from fedpne_jax.algorithms.arms import arm_grid as arm_grid
+from fedpne_jax.core.config import MAX_CLIENTS
+from fedpne_jax.core import philox
+from fedpne_jax.core import pulls as pulls_lib
+from fedpne_jax.core.ordered import inclusive_scan, pairwise_mean
+
+NOISE_STREAM = 0x4E4F4953       # fold_in tag of the key of the phases' rewards
+INT32_MAX = 2**31 - 1
+PULL_CHUNK = 8                  # active arms drawn together (their means, or each of their pulls)
+
+
+def _finite(name, value, low=0.0, low_open=True):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if value < low or (low_open and value == low):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Fed1UCBConfig(BaselineConfig):
+    """Fed1-UCB.  ``arms``: grid points per dimension (None: the largest K with K^D <= 100);
+    ``kappa``: f = ceil(kappa ln T) pulls per arm per phase (paper: 1, public code: 10);
+    ``sigma``: the sub-Gaussian scale in the elimination bound (None: derived from the noise)."""
+
+    num_clients: int = 10
+    arms: Optional[int] = None
+    kappa: float = 1.0
+    sigma: Optional[float] = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.num_clients, bool) or not isinstance(self.num_clients, int) \
+                or not 1 <= self.num_clients <= MAX_CLIENTS:
+            raise ValueError(f"num_clients (M) must be an integer in [1, {MAX_CLIENTS}], got {self.num_clients!r}")
+        arm_grid.check_field(self.arms)
+        arm_grid.check_noise_scale(self.noise_scale, self.noise)
+        _finite("kappa", self.kappa)
+        if self.kappa * math.log(max(self.horizon, 2)) > 2**24:
+            raise ValueError(f"kappa: kappa ln T must be <= 2^24 pulls per arm per phase, got {self.kappa!r}")
+        if self.sigma is not None:
+            _finite("sigma", self.sigma, low_open=False)
+            if self.sigma > 1e18:
+                raise ValueError(f"sigma must be <= 1e18, got {self.sigma!r}")
+        if self.num_clients * (self.horizon // self.pulls_per_phase + 1) > INT32_MAX:
+            raise ValueError(f"num_clients * horizon / pulls_per_phase must stay below 2^31 (uploads are "
+                             f"counted in int32), got M={self.num_clients}, T={self.horizon}")
+
+    @property
+    def pulls_per_phase(self) -> int:
+        """f = max(1, ceil(kappa ln T))."""
+        return max(1, math.ceil(self.kappa * math.log(self.horizon)))
+
+    @property
+    def sigma_value(self) -> float:
+        if self.sigma is not None:
+            return float(self.sigma)
+        kind, scale = self.noise_kind, self.noise_scale
+        return {"gaussian": scale, "bernoulli": 0.5, "uniform": scale / math.sqrt(3.0), "none": 0.0}[kind]
+
+    def resolved(self) -> dict:
+        out = super().resolved()
+        out.update(pulls_per_phase=self.pulls_per_phase, sigma=self.sigma_value)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Static:
+    per_dim: int          # K grid points per dimension
+    dim: int
+    num_clients: int
+    checkpoints: int
+    noise_kind: str
+
+    @property
+    def num_arms(self) -> int:
+        return self.per_dim ** self.dim
+
+
+class Params(NamedTuple):
+    horizon: np.ndarray            # () int32, T
+    pulls: np.ndarray              # () int32, f
+    checkpoint_rounds: np.ndarray  # (C,) int32
+    noise_scale: np.ndarray        # () float32
+    bound: np.ndarray              # () float32, 4 sigma^2 ln T / M (B = sqrt(bound / n))
+
+
+class Outputs(NamedTuple):
+    curve: jax.Array
+    final_regret: jax.Array
+    flags: jax.Array
+    phases: jax.Array
+    uploads: jax.Array
+    arms_left: jax.Array
+    recommendation: jax.Array
+    eliminated: jax.Array          # (K,) int32: the phase that eliminated each arm (0: never); tests read it
+
+
+def check(config: Fed1UCBConfig, objective) -> None:
+    total = arm_grid.check_total(config.arms, objective.dim)
+    if total * config.pulls_per_phase > 2**30:
+        raise ValueError(f"kappa: a phase of {total} arms x {config.pulls_per_phase} pulls exceeds 2^30 rounds; "
+                         f"lower kappa or arms")
+
+
+def make_static(config: Fed1UCBConfig, objective) -> Static:
+    return Static(per_dim=arm_grid.per_dim(config.arms, objective.dim), dim=objective.dim,
+                  num_clients=config.num_clients, checkpoints=config.checkpoints, noise_kind=config.noise_kind)
+
+
+def make_params(config: Fed1UCBConfig) -> Params:
+    bound = 4.0 * config.sigma_value ** 2 * math.log(config.horizon) / config.num_clients
+    return Params(horizon=np.int32(config.horizon), pulls=np.int32(config.pulls_per_phase),
+                  checkpoint_rounds=np.asarray(config.checkpoint_rounds, np.int32),
+                  noise_scale=np.float32(config.noise_scale), bound=np.float32(bound))
+
+
+def communicate(kind: str, key, scale, pulls, local, order, count, chunks, chunk: int, means, server, phase):
+    """One phase's uploads and their average: every client's running mean of its rewards at each of the
+    ``chunk * chunks`` first arms of ``order`` (the ``count`` active arms, then K as padding) gains
+    this phase's mean of ``pulls`` rewards; returns the updated (K, M) means and (K,) server averages
+    (rows of arms not drawn are left as they were).
+
+    Gaussian or no noise: one draw of the mean, N(f_m(x), s^2 / f), exact in distribution, ``chunk``
+    arms at a time, so a late phase with few active arms costs little (random bits dominate).
+    Bernoulli and uniform noise: every pull, a block of pulls at a time (pulls.py), the arm's rank
+    in ``order`` as its row."""
+    f = pulls.astype(local.dtype)
+    M = local.shape[1]
+    if kind not in ("gaussian", "none"):
+        words = philox.key_words(key)
+
+        def block(j, b):
+            values = jnp.take(local, order[j], axis=0)[:, None]
+            r = [pulls_lib.rewards(kind, scale, None, values, u) for u in pulls_lib.block_uniforms(words, j, b, M, 1,
+                                                                                                 local.dtype)]
+            return pulls_lib.block_sum(r, (pulls_lib.block_offsets(b) < pulls)[:, None, :]), (), jnp.int32(0)
+
+        sums, _, _ = pulls_lib.row_sums(jnp.minimum(count, chunks * chunk), pulls_lib.block_count(pulls), block,
+                                        jnp.zeros((M,), local.dtype), (), order.shape[0])
+
+    def one_chunk(c, carry):
+        means, server = carry
+        rows = jax.lax.dynamic_slice(order, (c * chunk,), (chunk,))
+        if kind in ("gaussian", "none"):
+            vals = jnp.take(local, rows, axis=0, mode="fill", fill_value=0.0)
+            fresh = arm_grid.observe_flat(jax.random.fold_in(key, c), kind, scale / jnp.sqrt(f), vals)
+        else:
+            fresh = jax.lax.dynamic_slice(sums, (c * chunk, 0), (chunk, M)) / f
+        old = jnp.take(means, rows, axis=0, mode="fill", fill_value=0.0)
+        new = old + (fresh - old) / phase.astype(old.dtype)       # all active arms have p f pulls
+        return means.at[rows].set(new, mode="drop"), server.at[rows].set(pairwise_mean(new), mode="drop")
+
+    return jax.lax.fori_loop(0, chunks, one_chunk, (means, server))
+
+
+class _State(NamedTuple):
+    t: jax.Array            # rounds done
+    regret: jax.Array       # R(t) (per client)
+    curve: jax.Array        # (C,)
+    active: jax.Array       # (K,) bool
+    means: jax.Array        # (K, M) clients' running means over all completed phases
+    server: jax.Array       # (K,) server means (of the active arms) after the last completed phase
+    phases: jax.Array       # completed phases (communication rounds)
+    uploads: jax.Array      # scalars uploaded, sum over phases of M |active|
+    pulled: jax.Array       # (K,) bool, arms pulled at least once
+    eliminated: jax.Array   # (K,) int32
+
+
+def run_single(static: Static, params: Params, objective, key) -> Outputs:
+    points, values, local = arm_grid.run_arms(key, objective, static.per_dim)
+    gap = jnp.float32(objective.f_star) - values
+    T, f, cps = params.horizon, params.pulls, params.checkpoint_rounds
+    noise_key = jax.random.fold_in(key, NOISE_STREAM)
+    K, M = static.num_arms, static.num_clients
+
+    chunk = min(K, PULL_CHUNK)
+    width = -(-K // chunk) * chunk
+
+    def phase(s: _State) -> _State:
+        count = jnp.sum(s.active, dtype=jnp.int32)
+        order = jnp.nonzero(s.active, size=width, fill_value=K)[0]    # the phase's arms, in pull order
+        length = count * f
+        remaining = T - s.t
+        complete = length <= remaining
+        end = s.t + jnp.minimum(length, remaining)
+
+        # Regret: arm order[j] is pulled in rounds t + j f + 1 .. t + (j + 1) f.  blocks[j] is the regret
+        # of the first j + 1 blocks.  (The selects keep products and sums out of one FMA; see
+        # arms.no_contraction.)
+        gap_rank = jnp.take(gap, order[:K], mode="fill", fill_value=0.0)
+        blocks = inclusive_scan(jnp.where(jnp.arange(K) < count, gap_rank * f.astype(gap.dtype), 0.0))
+
+        def regret_until(r):
+            """Regret of this phase's rounds s.t < round <= r, for rounds r (any shape)."""
+            d = jnp.clip(r - s.t, 0, end - s.t)
+            j = d // f
+            part = d - j * f
+            before = jnp.where(j > 0, blocks[jnp.clip(j - 1, 0, K - 1)], 0.0)
+            return before + jnp.where(part > 0, part.astype(gap.dtype) * gap_rank[jnp.minimum(j, K - 1)], 0.0)
+
+        inside = (cps > s.t) & (cps <= end)
+        curve = jnp.where(inside, s.regret + regret_until(cps), s.curve)
+        regret = s.regret + regret_until(end)
+        started = jnp.arange(width) * f < end - s.t                     # blocks that began before the end
+        pulled = s.pulled.at[order].max(started, mode="drop")
+
+        # Communication (complete phases only): running means, server average, elimination.
+        p = s.phases + 1
+        chunks = jnp.where(complete, -(-count // chunk), 0)
+        means, server = communicate(static.noise_kind, jax.random.fold_in(noise_key, p), params.noise_scale, f,
+                                    local, order, count, chunks, chunk, s.means, s.server, p)
+        bound = jnp.sqrt(params.bound / (p * f).astype(server.dtype))
+        best = jnp.max(jnp.where(s.active, server, -jnp.inf))
+        keep = jnp.where(complete, s.active & ~(server + bound < best - bound), s.active)
+        return _State(t=end, regret=regret, curve=curve, active=keep, means=means, server=server,
+                      phases=jnp.where(complete, p, s.phases),
+                      uploads=jnp.where(complete, s.uploads + M * count, s.uploads), pulled=pulled,
+                      eliminated=jnp.where(s.active & ~keep, p, s.eliminated))
+
+    init = _State(t=jnp.int32(0), regret=jnp.float32(0.0), curve=jnp.zeros(cps.shape, jnp.float32),
+                  active=jnp.ones(K, bool), means=jnp.zeros((K, M), jnp.float32),
+                  server=jnp.zeros(K, jnp.float32), phases=jnp.int32(0), uploads=jnp.int32(0),
+                  pulled=jnp.zeros(K, bool), eliminated=jnp.zeros(K, jnp.int32))
+    s = jax.lax.while_loop(lambda s: (s.t < T) & (jnp.sum(s.active, dtype=jnp.int32) > 1), phase, init)
+
+    # Commitment: the last arm until T (nothing happens if the loop ended at T).
+    last = jnp.argmax(s.active)
+    committed = s.t < T
+    # (the select keeps XLA from fusing the product and the sum into an FMA; see arms.no_contraction)
+    tail = lambda r: s.regret + jnp.where(r > s.t, (r - s.t).astype(jnp.float32) * gap[last], 0.0)
+    curve = jnp.where(cps > s.t, tail(cps), s.curve)
+    final = tail(T)
+    pulled = s.pulled | (committed & (jnp.arange(K) == last))
+    best = jnp.argmax(jnp.where(s.active, s.server, -jnp.inf))
+    return Outputs(curve=curve, final_regret=final,
+                   flags=arm_grid.flags(static.noise_kind, values, local, pulled),
+                   phases=s.phases, uploads=s.uploads, arms_left=jnp.sum(s.active, dtype=jnp.int32),
+                   recommendation=points[best], eliminated=s.eliminated)
+
+
+ALGORITHM = Algorithm(name="fed1ucb", config_type=Fed1UCBConfig, make_static=make_static,
+                      make_params=make_params, run_single=run_single,
+                      metrics=("phases", "uploads", "arms_left", "recommendation"), federated=True, check=check)

@@ -1,0 +1,125 @@
+"""One phase of Fed-PNE (Algorithms 1-2), shared by Fed-PNE and DP-Fed-PNE.
+
+DP-Fed-PNE differs only in the rewards (extra Gaussian noise, see rewards.py) and in the
+confidence constant c (resolved on the host), so the same phase function serves both.
+
+Semantics, with the paper's typos resolved:
+* before a phase, while |K| tau_h <= M or tau_h <= 1, K is replaced by all k children of its nodes;
+* every client pulls each node of K n_h = ceil(tau_h / M) times, node after node in table order;
+* the server averages the client means, and eliminates node i when
+  mu_i + b_h + nu1 rho^h < max_j mu_j - b_h, b_h = c sqrt(L / (M n_h));
+* K becomes the children of the survivors, parents in order, each parent's children in order;
+* a phase that would pass round T is cut at T (clients follow its schedule) and eliminates nothing.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fedpne_jax.algorithms.fedpne import partition, sampling as rewards
+from fedpne_jax.algorithms.fedpne.plan import Params, Static
+
+from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH, FLAG_NONFINITE, FLAG_RANGE  # noqa: F401
+
+
+class RunState(NamedTuple):
+    table: partition.NodeTable
+    depth: jax.Array           # depth of the nodes in the table
+    survivors: jax.Array       # (cap,) rows whose children form the next K (after a completed phase)
+    pending: jax.Array         # () bool: the table still holds the last phase's nodes
+    t: jax.Array               # rounds completed
+    regret: jax.Array          # per-client average cumulative regret R(t) / M
+    curve: jax.Array           # (C,) R / M at the checkpoint rounds
+    phases: jax.Array          # phases whose estimates were uploaded
+    uploads: jax.Array         # sum over uploaded phases of |K^p| (scalars per client)
+    depth_pulled: jax.Array    # depth of the last phase that pulled
+    recommendation: jax.Array  # (D,) centre of the best node of the last completed phase
+    max_active: jax.Array      # largest |K| seen or asked for (how much capacity a run needs)
+    flags: jax.Array           # FLAG_* bits; any set bit stops the run
+
+
+def init_state(static: Static, objective, partition_key) -> RunState:
+    table = partition.root(static, partition_key)
+    dt = static.float_dtype
+    centre = 0.5 * (jnp.asarray(objective.lo, dt) + jnp.asarray(objective.hi, dt))
+    zero = jnp.int32(0)
+    return RunState(table=table, depth=zero, survivors=jnp.zeros((static.capacity,), bool),
+                    pending=jnp.array(False), t=zero, regret=jnp.zeros((), dt),
+                    curve=jnp.zeros((static.checkpoints,), dt), phases=zero, uploads=zero,
+                    depth_pulled=zero, recommendation=centre, max_active=jnp.int32(1), flags=zero)
+
+
+def expand_until_ready(static: Static, params: Params, state: RunState) -> RunState:
+    """Form K for the next phase: the children of the last phase's survivors (server line 16), then
+    all children of all nodes while |K| tau_h <= M or tau_h <= 1 (server lines 5-7).
+
+    Both are one expansion step, so the partition code is traced once.
+    """
+    M = static.num_clients
+
+    def needs_expansion(s: RunState):
+        tau = params.tau[s.depth]
+        small = (tau <= 1) | (s.table.count <= M // tau)
+        return (s.pending | small) & (s.flags == 0)
+
+    def expand_once(s: RunState):
+        active = jnp.arange(static.capacity) < s.table.count
+        table, demand = partition.expand(static, s.table, jnp.where(s.pending, s.survivors, active), s.depth)
+        # The tables end at static.depth: flag instead of indexing past them.
+        flags = s.flags | jnp.where(demand > static.capacity, FLAG_CAPACITY, 0) \
+            | jnp.where(s.depth >= static.depth, FLAG_DEPTH, 0)
+        return s._replace(table=table, depth=jnp.minimum(s.depth + 1, static.depth), pending=jnp.array(False),
+                          flags=flags, max_active=jnp.maximum(s.max_active, demand))
+
+    return jax.lax.while_loop(needs_expansion, expand_once, state)
+
+
+def run_phase(static: Static, params: Params, objective, sample_key, state: RunState) -> RunState:
+    """Pull, upload, aggregate and eliminate: one phase (after expand_until_ready)."""
+    table, h, t, T = state.table, state.depth, state.t, static.horizon
+    rows = jnp.arange(static.capacity, dtype=jnp.int32)
+    active = rows < table.count
+    n = params.n_pulls[h]
+
+    # The schedule: row j is pulled in rounds t + j n + 1 .. t + (j + 1) n, cut at T.  Products
+    # j * n are formed only where they cannot exceed T (int32).
+    remaining = T - t
+    full = remaining // n
+    pulls = jnp.where(rows < full, n, jnp.where(rows == full, remaining - jnp.minimum(full, rows) * n, 0))
+    pulls = jnp.where(active, pulls, 0)
+    complete = table.count <= full
+    t_end = jnp.where(complete, t + jnp.minimum(table.count, full) * n, T)
+
+    rounds = jnp.asarray(static.checkpoint_rounds)
+    in_phase = (rounds > t) & (rounds <= t_end)
+    offset = jnp.clip(rounds - t, 0, t_end - t)
+    jc = offset // n
+    part = jnp.where(in_phase, offset - jc * n, 0)
+
+    centre = partition.centres(static, table, objective.lo, objective.hi)
+    phase_key = jax.random.fold_in(sample_key, state.phases)
+    est = rewards.estimate(static, params, objective, table, centre, pulls, n, phase_key, jc, part, complete)
+
+    prefix = jnp.concatenate([jnp.zeros((1,), static.float_dtype), jnp.cumsum(est.regret)])
+    curve = jnp.where(in_phase, state.regret + prefix[jc] + est.partial, state.curve)
+
+    # Server (Algorithm 2, lines 11-15).  A cut phase uploads nothing and eliminates nothing; the run
+    # ends with it.
+    mu = jnp.where(active, est.mean, -jnp.inf)
+    best = jnp.argmax(mu)
+    b, smooth = params.conf[h], params.smooth[h]
+    eliminated = est.mean + b + smooth < mu[best] - b
+    return state._replace(
+        survivors=active & ~eliminated,
+        pending=complete,
+        t=t_end,
+        regret=state.regret + prefix[-1],
+        curve=curve,
+        phases=state.phases + complete.astype(jnp.int32),
+        uploads=state.uploads + jnp.where(complete, table.count, 0),
+        depth_pulled=h,
+        recommendation=jnp.where(complete, centre[best], state.recommendation),
+        flags=state.flags | est.flags,
+    )

@@ -1,0 +1,199 @@
+"""Rewards of one phase: what the clients observe when they pull the nodes, and the regret paid.
+
+Three samplers, all exact in distribution (see FedPNEConfig.sampling):
+
+* ``aggregate``: the server's mean (1/M) sum_m mu_m,i of client means is drawn directly as
+  f(x_i) + N(0, (sigma^2 + sigma_dp^2) / (n M)).  Exact for Gaussian (or no) noise with centre
+  pulls because f is the mean of the local objectives and independent Gaussians sum to a Gaussian.
+* ``client``: each client m draws its mean of n pulls, f_m(x_i) + N(0, (sigma^2 + sigma_dp^2)/n), or
+  Binomial(n, f_m(x_i))/n (+ N(0, sigma_dp^2/n) under DP) for Bernoulli rewards (Algorithm 1),
+  vmapped over clients; the server averages them (Algorithm 2).
+* ``explicit``: every pull is simulated: a point (the centre, or uniform in the node), its reward
+  with per-pull noise, and the regret at that point, a block of pulls at a time (pulls.py): memory
+  is bounded for any n, and each draw is keyed by (phase key, pull, row, client), so results do
+  not depend on the batch, the capacity or the device.
+
+Randomness is keyed by table row in blocks of ROW_BLOCK rows (see _row_draws), never by the table's
+capacity, so a run repeated with a larger table gives the same numbers.  Each block draws all its
+clients' randomness in one call per kind of draw: XLA compiles every random call site separately, and
+one hash batch per block costs far less than one key per row.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fedpne_jax.core import noise, philox
+from fedpne_jax.algorithms.fedpne import partition
+from fedpne_jax.core import pulls as pulls_lib
+from fedpne_jax.core.ordered import inclusive_scan, pairwise_mean
+from fedpne_jax.algorithms.fedpne.plan import Params, Static
+
+
+class Estimate(NamedTuple):
+    mean: jax.Array      # (cap,) server's mean reward estimate per node
+    regret: jax.Array    # (cap,) per-client average regret paid by each node's pulls this phase
+    partial: jax.Array   # (C,) regret of the first part_c pulls of node jc_c
+    flags: jax.Array     # () int32
+
+
+def _gauss_var(static: Static, params: Params):
+    """Variance per pull of the Gaussian part of a reward: observation noise plus DP noise."""
+    var = jnp.zeros((), static.float_dtype)
+    if static.noise_kind == "gaussian":
+        var = var + params.noise_scale ** 2
+    if static.dp:
+        var = var + params.dp_var
+    return var
+
+
+def _has_gauss(static: Static) -> bool:
+    return static.noise_kind == "gaussian" or static.dp
+
+
+def _value_flags(static: Static, values, used, rewards: bool = True):
+    return noise.value_flags(static.noise_kind, values, used, rewards)
+
+
+ROW_BLOCK = 16
+
+
+def _row_draws(static: Static, key, draw, *row_args):
+    """Random arrays for every table row.  Block b covers rows [16 b, 16 b + 16) and is drawn by
+    ``draw(fold_in(key, b), *args of those rows)``, so row j's numbers depend on (key, j) only: a larger
+    table gives the same numbers, at a fraction of the cost of one key per row."""
+    blocks = -(-static.capacity // ROW_BLOCK)
+    pad = blocks * ROW_BLOCK - static.capacity
+    args = [jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1)).reshape((blocks, ROW_BLOCK) + a.shape[1:])
+            for a in row_args]
+    out = jax.vmap(lambda b, *xs: draw(jax.random.fold_in(key, b), *xs))(jnp.arange(blocks), *args)
+    return out.reshape((blocks * ROW_BLOCK,) + out.shape[2:])[:static.capacity]
+
+
+def _client_mean(static: Static, params: Params, value, n, successes, z):
+    """One client's mean of its n rewards of one node (Algorithm 1, lines 7-8 and DP line 8).
+
+    ``successes`` ~ Binomial(n, value) (Bernoulli rewards) and ``z`` ~ N(0, 1) are this client's draws;
+    the Gaussian part of n rewards (observation and DP noise) averages to N(0, var / n) exactly.
+    """
+    nf = n.astype(static.float_dtype)
+    base = successes / nf if static.noise_kind == "bernoulli" else value
+    if _has_gauss(static):
+        base = base + jnp.sqrt(_gauss_var(static, params) / nf) * z
+    return base
+
+
+def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part) -> Estimate:
+    used = pulls > 0
+    g = objective.value(x)
+    gap = objective.f_star - g
+    regret = jnp.where(used, gap * pulls.astype(gap.dtype), 0.0)
+    row = jnp.minimum(jc, static.capacity - 1)
+    partial = jnp.where(part > 0, gap[row] * part.astype(gap.dtype), 0.0)
+    flags = _value_flags(static, g, used, rewards=False)
+    dt = static.float_dtype
+    if static.sampling == "aggregate":
+        scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
+        noise = _row_draws(static, phase_key, lambda key: jax.random.normal(key, (ROW_BLOCK,), dt)) \
+            if _has_gauss(static) else 0.0
+        return Estimate(g + scale * noise, regret, partial, flags)
+
+    M = static.num_clients
+    local = objective.local_values(x)                                    # (cap, M)
+    flags = flags | _value_flags(static, local, used[:, None])
+    # All clients' draws for a block of rows come from one call per kind.
+    if static.noise_kind == "bernoulli":
+        successes = _row_draws(static, jax.random.fold_in(phase_key, 0),
+                               lambda key, p: jax.random.binomial(key, n.astype(dt), p, dtype=dt),
+                               jnp.clip(local, 0.0, 1.0))
+    else:
+        successes = jnp.zeros_like(local)
+    if _has_gauss(static):
+        z = _row_draws(static, jax.random.fold_in(phase_key, 1),
+                       lambda key: jax.random.normal(key, (ROW_BLOCK, M), dt))
+    else:
+        z = jnp.zeros_like(local)
+    client_means = jax.vmap(jax.vmap(lambda v, b, zz: _client_mean(static, params, v, n, b, zz)))(local, successes, z)
+    return Estimate(pairwise_mean(client_means), regret, partial, flags)
+
+
+def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
+                       complete) -> Estimate:
+    """Every pull simulated (see pulls.py): point, reward and regret of each pull of each client.
+
+    Rewards are drawn only in a phase that completes: a phase cut at T uploads nothing, so its
+    rewards reach no estimate and no output.  With centre pulls the regret of n pulls is n times the
+    node's gap, exactly as in the other samplers; with uniform points every pull's regret is f* - f
+    at its own point, averaged over the clients."""
+    cap, M, D, dt = static.capacity, static.num_clients, static.dim, static.float_dtype
+    key = philox.key_words(phase_key)
+    gauss_var = _gauss_var(static, params) if _has_gauss(static) else None
+    kind = static.noise_kind
+    uniform_points = static.pull == "uniform"
+    words = D * uniform_points + pulls_lib.noise_words(kind, gauss_var is not None)
+    blocks = pulls_lib.block_count(n)
+    zero = jnp.zeros((), dt)
+
+    if not uniform_points:
+        local_c = objective.local_values(centre)                            # (cap, M)
+        gap = objective.f_star - objective.value(centre)
+        regret = jnp.where(pulls > 0, gap * pulls.astype(dt), 0.0)
+        row = jnp.minimum(jc, cap - 1)
+        partial = jnp.where(part > 0, gap[row] * part.astype(dt), 0.0)
+        flags = _value_flags(static, gap, pulls > 0, rewards=False) | _value_flags(static, local_c, (pulls > 0)[:, None])
+        if words == 0:                       # no noise: every reward is the value itself
+            return Estimate(pairwise_mean(local_c), regret, partial, flags)
+
+        def block(j, b):
+            lanes = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # 4 x (words, M, P/4)
+            r = [pulls_lib.rewards(kind, params.noise_scale, gauss_var, local_c[j][:, None], u) for u in lanes]
+            return pulls_lib.block_sum(r, (pulls_lib.block_offsets(b) < pulls[j])[:, None, :]), (), jnp.int32(0)
+
+        rows = jnp.where(complete, jnp.sum(pulls > 0, dtype=jnp.int32), 0)
+        sums, _, _ = pulls_lib.row_sums(rows, blocks, block, jnp.zeros((M,), dt), (), cap)
+        counts = jnp.maximum(pulls, 1).astype(dt)
+        return Estimate(pairwise_mean(sums / counts[:, None]), regret, partial, flags)
+
+    clients = jnp.arange(M, dtype=jnp.int32)
+
+    def block(j, b):
+        valid = (pulls_lib.block_offsets(b) < pulls[j])[:, None, :]                  # (4, 1, P/4)
+        u = jnp.stack(pulls_lib.block_uniforms(key, j, b, M, words, dt))              # (4, words, M, P/4)
+        pts = lower[j] + jnp.moveaxis(u[:, :D], 1, -1) * width[j]                       # (4, M, P/4, D)
+        local = lambda p, m: jax.vmap(lambda x: objective.local(x, m))(p)
+        values = jax.vmap(jax.vmap(local, in_axes=(0, 0)), in_axes=(0, None))(pts, clients)   # (4, M, P/4)
+        gaps = objective.f_star - jax.vmap(jax.vmap(jax.vmap(objective.global_value)))(pts)
+        flags = _value_flags(static, values, valid) | _value_flags(static, gaps, valid, False)
+        r = pulls_lib.rewards(kind, params.noise_scale, gauss_var, values, jnp.moveaxis(u[:, D:], 1, 0))
+        reward_sum = pulls_lib.block_sum(r, valid & complete)
+        mean_gap = jnp.where(valid[:, 0], pairwise_mean(jnp.moveaxis(gaps, 1, -1)), zero)   # (4, P/4)
+        # The regret of the block's first i pulls, for every i: checkpoint c inside this block reads
+        # its prefix, one after it the whole block.
+        prefix = inclusive_scan(pulls_lib.in_pull_order(mean_gap))
+        upto = part - b * pulls_lib.PULL_BLOCK
+        partial = jnp.where((jc == j) & (upto > 0),
+                            prefix[jnp.clip(upto, 1, pulls_lib.PULL_BLOCK) - 1], zero)
+        return (reward_sum, prefix[-1]), partial, flags
+
+    rows = jnp.sum(pulls > 0, dtype=jnp.int32)
+    (sums, regret), partial, flags = pulls_lib.row_sums(
+        rows, blocks, block, (jnp.zeros((M,), dt), zero), jnp.zeros(part.shape, dt), cap)
+    counts = jnp.maximum(pulls, 1).astype(dt)
+    return Estimate(pairwise_mean(sums / counts[:, None]), regret, partial, flags)
+
+
+def estimate(static: Static, params: Params, objective, table, centre, pulls, n, phase_key, jc, part,
+             complete=True) -> Estimate:
+    """Pull every active node ``pulls[row]`` times on every client and return what the server
+    receives (its mean over clients) and the regret paid.  ``jc, part`` locate each checkpoint
+    inside the phase: node row jc_c has had part_c of its pulls when checkpoint c is reached.
+    ``complete``: the phase reaches its end (its estimates are uploaded); a cut phase's estimate
+    is never read, and the explicit sampler does not draw it."""
+    if static.sampling == "explicit":
+        lower, width = partition.lower_and_width(static, table, objective.lo, objective.hi) \
+            if static.pull == "uniform" else (None, None)
+        return _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
+                                  complete)
+    return _centre_estimate(static, params, objective, centre, pulls, n, phase_key, jc, part)

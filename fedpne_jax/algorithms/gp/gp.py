@@ -1,0 +1,446 @@
+"""Gaussian-process posterior on a fixed candidate set, conditioned one observation at a time.
+
+Shared by the kernel / Bayesian-optimisation baselines (KernelTS, GP-UCB, BO, BBO).  Every algorithm
+here only ever evaluates candidates, so the posterior over the K candidates is all it needs, and it
+is kept as a K-vector of means and the K x K posterior covariance.  Observing candidate j with value y
+under noise variance lam is one rank-one (Sherman-Morrison) step,
+
+    c = Sigma[:, j],  d = Sigma[j, j] + lam,
+    mu    <- mu + c (y - mu_j) / d,
+    Sigma <- Sigma - c c^T / d,
+
+which is exactly the GP posterior mu_t(x) = k_t(x)^T (K_t + lam I)^{-1} y_t,
+sigma_t^2(x) = k(x, x) - k_t(x)^T (K_t + lam I)^{-1} k_t(x) (Rasmussen & Williams eq. 2.25-2.26;
+Chowdhury & Gopalan 2017, Sec. 3) restricted to the candidates, without keeping the history or
+inverting anything.  One step costs O(K^2) whatever t is, memory is O(K^2), and there is no history
+cap: T is limited only by time.  (The paper's BO/BBO refit an n x n GP every evaluation, O(n^3).)
+
+Numerics (float32).  c c^T / d is computed as h h^T with h = c / sqrt(d), so Sigma stays exactly
+symmetric; variances are clamped at 0 where they are read.  Against the float64 fresh-inverse
+formulas (tests/reference_gp.py) the posterior after 200 observations agrees to 3e-5 (means) and
+1e-5 (variances).  Over long runs the float32 rounding accumulates slowly (measured against float64
+on 100 candidates, a UCB-like sequence with repeats): means within 1.5e-6 after 10^4 steps with the
+exponential kernel and lam = 1, 1.6e-5 with Matern-5/2 (l = 0.1) and lam = 0.01, 9e-5 after 3,000
+steps with RBF (l = 0.1) and lam = 0.01; variances never went negative.
+
+Batch invariance.  A seed's numbers do not depend on the batch it runs in, bit for bit: there are
+no reductions whose order could change (only elementwise steps, gathers, argmax / max, which are
+exact in any order, and fixed-order sums over the D coordinates and the M clients), and two places
+where XLA's CPU backend contracted a product and a sum into an FMA for one seed but not for a batch
+are written around: mesh distances come from exact integers (:func:`squared_distances`) and the
+noise of a round is drawn as a vector of NOISE_WIDTH (:func:`observe`).  Under jax.disable_jit the
+choices are the same, but objective values may differ in their last bit (jit fuses the candidate
+arithmetic into the objective and contracts there), and so may the regret.
+
+Candidates (``candidates``): 'shifted' (default) is the paper's arm construction for its
+finite-armed baselines (App. E.1): n points per dimension on a mesh of step 1/n whose start is drawn
+uniformly in [0, 1/n) per dimension and per run, so K = n^D; 'grid' uses the cell midpoints
+(i + 1/2)/n (the same for every run); 'random' draws K uniform points per run.  Kernels act on the
+candidates rescaled to the unit box [0, 1]^D (the paper's synthetic objectives, Garland and
+DoubleSine, live on [0, 1], where this is the identity).  Signal variance k(x, x) = 1.
+
+Kernels (``kernel``, length-scale l, r = ||u - u'|| in unit-box coordinates):
+'exponential' exp(-r / l) (the public KernelTS code's exp(-||x - y||), l = 1); 'rbf'
+exp(-r^2 / (2 l^2)); 'matern52' (1 + sqrt5 r/l + 5 r^2 / (3 l^2)) exp(-sqrt5 r / l) (GPyOpt's default).
+
+:func:`simulate` runs the rounds: each round picks ``batch`` candidates one after another (after
+each pick the covariance is conditioned on it, as its variance does not depend on the value: for
+batch = 1 this is plain sequential conditioning, for batch = M it is GP-BUCB's hallucination with
+the mean held at the last feedback), then observes them and conditions the mean.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, NamedTuple, Optional
+
+import jax
+import jax.extend.random
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.core import checkpoints, noise
+from fedpne_jax.core.philox import key_words, unit_floats
+from fedpne_jax.core.algorithm import BaselineConfig
+from fedpne_jax.core.ordered import compensated_add, pairwise_mean, pairwise_sum
+
+KERNELS = ("exponential", "rbf", "matern52")
+CANDIDATE_KINDS = ("shifted", "grid", "random")
+MAX_CANDIDATES = 4096          # a run holds a K x K float32 matrix: 64 MiB per seed at this size
+MAX_TRACE = 4096
+NOISE_WIDTH = 8                # noise is drawn for max(8, batch) slots; the first `batch` are used
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def check_real(name: str, value, low=None, high=None, low_open=True, high_open=True) -> None:
+    """ValueError naming ``name`` unless value is a finite real in the stated interval."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    if high is not None and (value >= high if high_open else value > high):
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}")
+    if abs(value) > 1e30:
+        raise ValueError(f"{name} must be at most 1e30 in magnitude (it becomes a float32), got {value!r}")
+
+
+def check_int(name: str, value, low: int, high: Optional[int] = None) -> None:
+    if not _is_int(value) or value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GPConfig(BaselineConfig):
+    """Fields shared by the GP baselines (see the module docstring for their meaning).
+
+    num_candidates: K; None picks :func:`default_candidates` for the objective's dimension.  With
+    'grid' / 'shifted' candidates K must be n^D for an integer n.
+    trace: also return the candidate indices chosen in the first ``trace`` rounds (metric
+    ``choices``, -1 past T); 0 returns an empty array.
+    """
+
+    kernel: str = "exponential"
+    lengthscale: float = 1.0
+    candidates: str = "shifted"
+    num_candidates: Optional[int] = None
+    trace: int = 0
+
+    def __post_init__(self):
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
+        check_real("lengthscale", self.lengthscale, low=0.0)
+        if self.lengthscale < 1e-6:
+            raise ValueError(f"lengthscale must be >= 1e-6 (unit-box coordinates), got {self.lengthscale!r}")
+        if self.candidates not in CANDIDATE_KINDS:
+            raise ValueError(f"candidates must be one of {CANDIDATE_KINDS}, got {self.candidates!r}")
+        if self.num_candidates is not None:
+            check_int("num_candidates", self.num_candidates, 1, MAX_CANDIDATES)
+        check_int("trace", self.trace, 0, MAX_TRACE)
+        super().__post_init__()
+
+
+def default_candidates(kind: str, dim: int) -> int:
+    """K when num_candidates is None: 100 points in 1-D, a 20 x 20 mesh in 2-D, and
+    max(2, floor(400^(1/D)))^D beyond (343 in 3-D, 256 in 4-D, 2^D from 6-D on); 'random'
+    candidates: 100 in 1-D, 400 otherwise."""
+    if kind == "random":
+        return 100 if dim == 1 else 400
+    n = 100 if dim == 1 else 20 if dim == 2 else max(2, int(math.floor(400 ** (1.0 / dim) + 1e-9)))
+    return n ** dim
+
+
+def resolve_candidates(config: GPConfig, dim: int) -> tuple[int, int]:
+    """(K, n per dimension; 0 for random candidates); ValueError naming num_candidates if the
+    mesh cannot have K points."""
+    K = default_candidates(config.candidates, dim) if config.num_candidates is None else config.num_candidates
+    if config.candidates == "random":
+        return K, 0
+    n = max(1, int(round(K ** (1.0 / dim))))
+    n = next((m for m in (n - 1, n, n + 1) if m >= 1 and m ** dim == K), None)
+    if n is None:
+        raise ValueError(f"num_candidates: candidates={config.candidates!r} is an n^D mesh, so K must be "
+                         f"an integer power n^{dim} (D={dim}), got {K}; use candidates='random' for any K")
+    if K > MAX_CANDIDATES:
+        raise ValueError(f"num_candidates: the default {config.candidates!r} mesh in D={dim} has "
+                         f"{K} > {MAX_CANDIDATES} points; set num_candidates or use candidates='random'")
+    return K, n
+
+
+def check(config: GPConfig, objective) -> None:
+    resolve_candidates(config, objective.dim)
+
+
+def noise_level(config: BaselineConfig) -> float:
+    """The sub-Gaussian constant R of the run's observation noise: sigma for 'gaussian:sigma', a for
+    'uniform:a' (bounded in [-a, a]), 1/2 for Bernoulli rewards, 0 without noise."""
+    kind, scale = config.noise_kind, config.noise_scale
+    return {"gaussian": scale, "uniform": scale, "bernoulli": 0.5, "none": 0.0}[kind]
+
+
+@dataclasses.dataclass(frozen=True)
+class Static:
+    """What decides a GP baseline's program: shapes and kinds (all hashable)."""
+
+    num_candidates: int          # K
+    per_dim: int                 # n with K = n^D (0 for random candidates)
+    dim: int
+    candidates: str
+    kernel: str
+    noise_kind: str
+    num_checkpoints: int
+    trace: int
+    batch: int = 1               # points chosen per round (M for BBO)
+
+
+def make_static(config: GPConfig, objective, batch: int = 1) -> Static:
+    K, n = resolve_candidates(config, objective.dim)
+    return Static(num_candidates=K, per_dim=n, dim=objective.dim, candidates=config.candidates,
+                  kernel=config.kernel, noise_kind=config.noise_kind, num_checkpoints=config.checkpoints,
+                  trace=config.trace, batch=batch)
+
+
+def common_params(config: GPConfig) -> dict:
+    """The dynamic fields every GP baseline has (the horizon is data: one program serves every T)."""
+    return dict(horizon=np.int32(config.horizon),
+                checkpoint_rounds=np.asarray(config.checkpoint_rounds, np.int32),
+                noise_scale=np.float32(config.noise_scale),
+                lengthscale=np.float32(config.lengthscale))
+
+
+# ------------------------------------------------------------------ randomness
+#
+# Every random number of a run is a word of Threefry-2x32 keyed by the run's key, in counter mode:
+# the n words of round t (t = 0: the candidates) encrypt the blocks (t, 0), ..., (t, ceil(n/2) - 1).
+# A round draws all its words (noise first, then the policy's) in one call: each threefry call site
+# costs ~0.3 s of compile time, and fold_in + uniform per purpose would put five in the loop body.
+
+def words(key, t, n: int):
+    """The n random uint32 words of round t (1-based; 0 = the candidates) of the run with key ``key``."""
+    half = (n + 1) // 2
+    count = jnp.concatenate([jnp.full((half,), t, jnp.uint32), jnp.arange(half, dtype=jnp.uint32)])
+    return jax.extend.random.threefry_2x32(key_words(key), count)[:n]
+
+
+# ------------------------------------------------------------------ candidates and kernels
+
+def _mesh_indices(static: Static):
+    """(K, D) int32 mesh coordinates of the candidates, row-major (the last coordinate fastest)."""
+    K, D, n = static.num_candidates, static.dim, static.per_dim
+    idx = jnp.arange(K, dtype=jnp.int32)
+    return jnp.stack([(idx // n ** (D - 1 - d)) % n for d in range(D)], axis=-1)
+
+
+def unit_candidates(static: Static, key):
+    """(K, D) candidates in [0, 1)^D from the run's key (see the module docstring)."""
+    K, D = static.num_candidates, static.dim
+    if static.candidates == "random":
+        return unit_floats(words(key, 0, K * D)).reshape(K, D)
+    offset = (jnp.full((D,), 0.5, jnp.float32) if static.candidates == "grid"
+              else unit_floats(words(key, 0, D)))
+    return (_mesh_indices(static).astype(jnp.float32) + offset) * jnp.float32(1.0 / static.per_dim)
+
+
+def to_box(objective, unit):
+    lo = jnp.asarray(objective.lo, jnp.float32)
+    hi = jnp.asarray(objective.hi, jnp.float32)
+    return lo + (hi - lo) * unit
+
+
+def candidate_points(static: Static, objective, key):
+    """The run's candidates in the objective's box, (K, D) float32 (tests hand them to the reference)."""
+    return to_box(objective, unit_candidates(static, key))
+
+
+def squared_distances(static: Static, unit):
+    """||u_i - u_j||^2 between the candidates (unit box), (K, K).
+
+    On a mesh (grid or shifted) the offset cancels: the distance is sqrt(sum_d (i_d - j_d)^2) / n,
+    computed from exact integers, so every run of a mesh has the same kernel matrix.  (Computed
+    from the float coordinates, XLA's CPU backend fused (i + offset) / n into u_i - u_j as an FMA
+    for one seed but not for a batch, so a seed's kernel matrix differed in its last bits.)
+    """
+    if static.candidates == "random":
+        diff = unit[:, None, :] - unit[None, :, :]
+        return pairwise_sum(diff * diff)
+    idx = _mesh_indices(static)
+    steps = idx[:, None, :] - idx[None, :, :]
+    return pairwise_sum(steps * steps).astype(jnp.float32) * jnp.float32(1.0 / static.per_dim ** 2)
+
+
+def kernel(kind: str, r2, lengthscale):
+    """k as a function of the squared distance r2 (unit box); k(x, x) = 1."""
+    r2 = r2 * (1.0 / (lengthscale * lengthscale))
+    if kind == "rbf":
+        return jnp.exp(-0.5 * r2)
+    r = jnp.sqrt(r2)
+    if kind == "exponential":
+        return jnp.exp(-r)
+    s = jnp.sqrt(jnp.float32(5.0)) * r
+    return (1.0 + s + s * s * jnp.float32(1.0 / 3.0)) * jnp.exp(-s)
+
+
+def kernel_matrix(kind: str, a, b, lengthscale):
+    """k(a_i, b_j) for unit-box points a (P, D), b (Q, D)."""
+    diff = a[:, None, :] - b[None, :, :]
+    return kernel(kind, pairwise_sum(diff * diff), lengthscale)
+
+
+# ------------------------------------------------------------------ the posterior
+
+def variances(cov):
+    """Posterior variances sigma_t^2 on the candidates (rounding can leave tiny negatives: clamped)."""
+    return jnp.maximum(jnp.diagonal(cov), 0.0)
+
+
+def condition_cov(cov, j, noise_var):
+    """Sigma conditioned on one observation at candidate j: (new Sigma, c = Sigma[:, j], d)."""
+    c = cov[:, j]
+    d = c[j] + noise_var
+    h = c * jax.lax.rsqrt(d)
+    return cov - h[:, None] * h[None, :], c, d
+
+
+def condition_mean(mean, c, d, j, y):
+    """The mean's half of the rank-one step (c, d from :func:`condition_cov` before the update)."""
+    return mean + c * ((y - mean[j]) / d)
+
+
+# ------------------------------------------------------------------ the rounds
+
+def observe(kind: str, scale, u, values):
+    """Noisy observations of ``values`` (B,) from 2 max(NOISE_WIDTH, B) uniforms ``u``, by
+    noise.reward (the noise model of noise.observe, which draws its own uniforms from a key).
+
+    Why not noise.observe itself: one Gaussian draw per seed (B = 1) compiled to code whose FMA
+    contraction differs between a seed alone and in a batch (17 of 128 draws differed in the last
+    bit), which a vector of 8 does not; and its (2, n) uniform draw is a further threefry call
+    site (~0.7 s of compile time each program).
+    """
+    B = values.shape[0]
+    width = u.shape[0] // 2
+    padded = jnp.zeros((width,), jnp.float32).at[:B].set(values)
+    gauss_var = scale * scale if kind == "gaussian" else None
+    return noise.reward(kind, scale, gauss_var, padded, u[:width], u[width:])[:B]
+
+
+def noise_words(batch: int) -> int:
+    return 2 * max(NOISE_WIDTH, batch)
+
+
+class Model(NamedTuple):
+    """What a policy sees when it picks: the posterior mean at the last feedback, the covariance
+    conditioned on everything chosen so far, and which candidates have been observed."""
+
+    mean: jax.Array              # (K,)
+    cov: jax.Array               # (K, K)
+    observed: jax.Array          # (K,) bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """An algorithm's rules (plain functions, closed over nothing dynamic).
+
+    noise_var(params) -> lam: the noise variance of the GP model.
+    init(static, params) -> extra: the algorithm's own state (any pytree).
+    num_words(static) -> n: random uint32 words the policy needs per round.
+    draw(static, words) -> draws: its randomness of a round, from those words.
+    choose(static, params, model, extra, t, b, draws) -> j: the b-th candidate of round t.
+    on_choice(params, extra, var_j) -> extra: after a pick (var_j: its variance before the pick).
+    on_observation(params, extra, c, d, j, y) -> extra: after conditioning the mean on (j, y).
+    recommend(params, model, extra) -> j: the candidate reported at the end.
+    """
+
+    noise_var: Callable
+    init: Callable
+    choose: Callable
+    num_words: Callable = lambda static: 0
+    draw: Callable = lambda static, w: ()
+    on_choice: Callable = lambda params, extra, var_j: extra
+    on_observation: Callable = lambda params, extra, c, d, j, y: extra
+    recommend: Callable = lambda params, model, extra: jnp.argmax(model.mean)
+
+
+class Outputs(NamedTuple):
+    curve: jax.Array             # (C,) regret at the checkpoints (per-client average for BBO)
+    final_regret: jax.Array      # ()
+    flags: jax.Array             # () int32
+    recommendation: jax.Array    # (D,) the recommended candidate
+    distinct: jax.Array          # () int32: how many distinct candidates were evaluated
+    choices: jax.Array           # (trace,) or (trace, M) int32 candidate indices, -1 past T
+
+
+class _Carry(NamedTuple):
+    mean: Any
+    cov: Any
+    extra: Any
+    observed: Any                # (K, B) bool: candidate evaluated by pick slot b
+    regret: Any                  # (total, compensation)
+    curve: Any
+    choices: Any
+
+
+def simulate(static: Static, params, objective, key, policy: Policy, reward_values: Callable) -> Outputs:
+    """One run of ``params.horizon`` rounds.
+
+    reward_values(objective, points) -> (K, B) values the B pick slots observe at each candidate
+    (the global objective for centralized algorithms, client b's local objective for BBO).  Regret
+    of a round is the mean over the B picks of f* - f(x) with f the global objective.
+    """
+    K, B = static.num_candidates, static.batch
+    unit = unit_candidates(static, key)
+    points = to_box(objective, unit)
+    f_global = objective.value(points).astype(jnp.float32)          # (K,)
+    rewards = reward_values(objective, points).astype(jnp.float32)  # (K, B)
+    gaps = jnp.float32(objective.f_star) - f_global
+    lam = policy.noise_var(params)
+    n_noise, n_policy = noise_words(B), policy.num_words(static)
+    slots = jnp.arange(B, dtype=jnp.int32)
+
+    def pick(t, draws, mean, observed, b, state):
+        """Pick b of round t; the covariance is conditioned on it at once, the mean after the round."""
+        cov, extra, js, cols, dens = state
+        j = policy.choose(static, params, Model(mean, cov, observed), extra, t, b, draws).astype(jnp.int32)
+        var_j = jnp.maximum(cov[j, j], 0.0)
+        cov, c, d = condition_cov(cov, j, lam)
+        extra = policy.on_choice(params, extra, var_j)
+        return cov, extra, js.at[b].set(j), cols.at[b].set(c), dens.at[b].set(d)
+
+    def round_(t, carry: _Carry) -> _Carry:
+        w = words(key, t, n_noise + n_policy)
+        draws = policy.draw(static, w[n_noise:])
+        observed = jnp.any(carry.observed, axis=1)
+        state = (carry.cov, carry.extra, jnp.zeros((B,), jnp.int32), jnp.zeros((B, K), jnp.float32),
+                 jnp.ones((B,), jnp.float32))
+        body = lambda b, s: pick(t, draws, carry.mean, observed, b, s)
+        cov, extra, js, cols, dens = body(0, state) if B == 1 else jax.lax.fori_loop(0, B, body, state)
+
+        y = observe(static.noise_kind, params.noise_scale, unit_floats(w[:n_noise]), rewards[js, slots])
+
+        def learn(b, me):
+            mean, extra = me
+            mean_new = condition_mean(mean, cols[b], dens[b], js[b], y[b])
+            return mean_new, policy.on_observation(params, extra, cols[b], dens[b], js[b], y[b])
+
+        mean, extra = learn(0, (carry.mean, extra)) if B == 1 else jax.lax.fori_loop(0, B, learn, (carry.mean, extra))
+        regret = compensated_add(carry.regret, gaps[js[0]] if B == 1 else pairwise_mean(gaps[js]))
+        curve = checkpoints.record(carry.curve, params.checkpoint_rounds, t, regret[0])
+        choices = carry.choices
+        if static.trace:
+            row = jnp.minimum(t - 1, static.trace - 1)
+            chosen = js if B > 1 else js[0]
+            choices = choices.at[row].set(jnp.where(t <= static.trace, chosen, choices[row]))
+        return _Carry(mean, cov, extra, carry.observed.at[js, slots].set(True), regret, curve, choices)
+
+    kmat = kernel(static.kernel, squared_distances(static, unit), params.lengthscale)
+    trace_shape = (static.trace,) if B == 1 else (static.trace, B)
+    carry = _Carry(mean=jnp.zeros((K,), jnp.float32), cov=kmat, extra=policy.init(static, params),
+                   observed=jnp.zeros((K, B), bool), regret=(jnp.float32(0.0), jnp.float32(0.0)),
+                   curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
+                   choices=jnp.full(trace_shape, -1, jnp.int32))
+    carry = jax.lax.fori_loop(jnp.int32(1), params.horizon + 1, round_, carry)
+
+    any_obs = jnp.any(carry.observed, axis=1)
+    flags = noise.value_flags(static.noise_kind, f_global, any_obs, rewards=False) \
+        | noise.value_flags(static.noise_kind, rewards, carry.observed)
+    best = policy.recommend(params, Model(carry.mean, carry.cov, any_obs), carry.extra)
+    return Outputs(curve=carry.curve, final_regret=carry.regret[0], flags=flags.astype(jnp.int32),
+                   recommendation=points[best], distinct=jnp.sum(any_obs.astype(jnp.int32)),
+                   choices=carry.choices)
+
+
+def global_rewards(objective, points):
+    """Centralized algorithms observe the global objective: (K, 1)."""
+    return objective.value(points)[:, None]
+
+
+def local_rewards(objective, points):
+    """BBO's pick slot m is client m, which observes its local objective: (K, M)."""
+    return objective.local_values(points)
+
+
+METRICS = ("recommendation", "distinct", "choices")

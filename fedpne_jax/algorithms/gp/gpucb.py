@@ -1,0 +1,112 @@
+"""GP-UCB: Improved GP-UCB (IGP-UCB) of Chowdhury & Gopalan, *On Kernelized Multi-armed Bandits*
+(ICML 2017), Algorithm 1, on the global objective (centralized, as HCT and KernelTS in the paper's
+Section 5).
+
+Round t pulls the candidate maximising mu_{t-1}(x) + beta_t sigma_{t-1}(x), where mu, sigma^2 are
+the GP posterior with noise variance lam (:mod:`fedpne_jax.baselines.gp`) and
+
+    beta_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(1/delta))),     lam = 1 + eta, eta = 2/T
+
+(Theorem 2's choice of eta).  Choices stated here:
+
+* gamma_{t-1}, the maximum information gain, has no closed form; it is replaced by the information
+  gain of the points actually chosen, (1/2) sum_{s<t} ln(1 + sigma_{s-1}^2(x_s) / lam)
+  = (1/2) ln det(I + K_{t-1} / lam), accumulated in O(1) per round (a lower bound of gamma_{t-1}).
+* B = 1 (the RKHS norm of f is unknown; the objectives' values lie in [-1, 1] or so), delta = 0.1,
+  R = the noise's sub-Gaussian constant (gp.noise_level: sigma, a for uniform:a, 1/2 for Bernoulli,
+  0 without noise).
+* Kernel exp(-||x - y|| / l), l = 1 on the unit box (the public KernelTS code's kernel).
+* The maximisation is over a finite candidate set (gp: 100 randomly shifted mesh points in 1-D)
+  instead of the continuous domain; ties go to the lowest candidate index.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple, Optional
+
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.core.algorithm import Algorithm
+from fedpne_jax.algorithms.gp import gp
+
+
+@dataclasses.dataclass(frozen=True)
+class GPUCBConfig(gp.GPConfig):
+    """IGP-UCB.  lam=None means 1 + 2/T; R=None means the noise's sub-Gaussian constant."""
+
+    lam: Optional[float] = None
+    B: float = 1.0
+    R: Optional[float] = None
+    delta: float = 0.1
+
+    def __post_init__(self):
+        if self.lam is not None:
+            gp.check_real("lam", self.lam, low=0.0)
+        gp.check_real("B", self.B, low=0.0, low_open=False)
+        if self.R is not None:
+            gp.check_real("R", self.R, low=0.0, low_open=False)
+        gp.check_real("delta", self.delta, low=0.0, high=1.0)
+        super().__post_init__()
+
+    def observations(self) -> int:
+        return self.horizon
+
+    @property
+    def lam_value(self) -> float:
+        return 1.0 + 2.0 / self.observations() if self.lam is None else float(self.lam)
+
+    @property
+    def R_value(self) -> float:
+        return gp.noise_level(self) if self.R is None else float(self.R)
+
+    def resolved(self) -> dict:
+        out = super().resolved()
+        out.update(lam=self.lam_value, R=self.R_value)
+        return out
+
+
+class Params(NamedTuple):
+    horizon: np.ndarray
+    checkpoint_rounds: np.ndarray
+    noise_scale: np.ndarray
+    lengthscale: np.ndarray
+    lam: np.ndarray
+    B: np.ndarray
+    R: np.ndarray
+    log_inv_delta: np.ndarray
+
+
+def make_params(config: GPUCBConfig) -> Params:
+    return Params(**gp.common_params(config), lam=np.float32(config.lam_value), B=np.float32(config.B),
+                  R=np.float32(config.R_value), log_inv_delta=np.float32(math.log(1.0 / config.delta)))
+
+
+def beta(params, gamma):
+    """beta_t from gamma_{t-1} (IGP-UCB)."""
+    return params.B + params.R * jnp.sqrt(2.0 * (gamma + 1.0 + params.log_inv_delta))
+
+
+def choose(static, params, model, gamma, t, b, key):
+    return jnp.argmax(model.mean + beta(params, gamma) * jnp.sqrt(gp.variances(model.cov)))
+
+
+def information_gain(params, gamma, var_j):
+    return gamma + 0.5 * jnp.log1p(var_j / params.lam)
+
+
+POLICY = gp.Policy(noise_var=lambda params: params.lam, init=lambda static, params: jnp.float32(0.0),
+                   choose=choose, on_choice=information_gain)
+
+
+def make_static(config: GPUCBConfig, objective) -> gp.Static:
+    return gp.make_static(config, objective)
+
+
+def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
+    return gp.simulate(static, params, objective, key, POLICY, gp.global_rewards)
+
+
+ALGORITHM = Algorithm(name="gpucb", config_type=GPUCBConfig, make_static=make_static, make_params=make_params,
+                      run_single=run_single, metrics=gp.METRICS, check=gp.check)

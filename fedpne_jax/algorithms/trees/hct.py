@@ -1,0 +1,276 @@
+"""HCT, the High Confidence Tree of Azar, Lazaric and Brunskill (ICML 2014), with PyXAB's rules.
+
+The paper's centralized baseline (App. E.1): it observes the *global* objective, one noisy
+evaluation per round, and its regret is per evaluation, R(t) = sum_{s<=t} f* - f(x_s), so its
+curve compares with Fed-PNE's per-client average round for round.  The paper ran PyXAB's ``HCT``
+(nu = 1, rho = 0.75) on a random binary partition; PyXAB's defaults are the defaults here
+(nu = 1, rho = 0.5, c = 0.1, delta = 0.01).
+
+Rules (PyXAB 0.3.0, algos/HCT.py), for round t = 1..T:
+
+* c1 = (rho / (3 nu))^(1/8); t+ = 2^ceil(log2 t).  Traversal uses delta~ = min(1/2, c1 delta / t+),
+  updates min(1, c1 delta / t+); tau_h = ceil(c^2 log(1/delta~) rho^(-2h) / nu^2) for h >= 1, tau_0 = 0.
+* U = mean + nu rho^h + sqrt(c^2 log(1/delta~) / T_node), +inf while T_node = 0.  B = U at a leaf,
+  min(U, max of the children's B) above.
+* Select: from the root, go to the child with the larger B (the upper child on ties) while the node
+  has children and T_node >= tau_h; pull the centre of the node reached.
+* Update: when t is a power of two, recompute U of every node (with t+ = t) and then every B; credit
+  the reward to the pulled node only, recompute its U, then the B of its ancestors; expand it when
+  T_node >= tau_h (``expand='leaf'``: only a leaf, as Azar et al. and the brief state;
+  ``expand='pyxab'``: also an internal node, which PyXAB does when a grown tau_h stopped the descent
+  there: its children are replaced by fresh ones and their subtree dropped).
+* The root and its two children exist from the start (PyXAB expands the root when it is created).
+  The recommendation is the centre of the node the next selection would pull (PyXAB's get_last_point).
+
+Exactness and cost.  U changes only for the pulled node between refreshes, so recomputing B along
+its path equals PyXAB's recomputation of the whole tree every round (new leaves have B = U = +inf,
+which leaves their parent's B = U).  A re-expansion (``pyxab``) changes its node's B only at PyXAB's
+next update, after the next selection has read the old value; we keep that node's path and
+recompute it at the start of the next update, which again equals PyXAB's whole-tree pass.  The
+refresh of all U and B (O(capacity x height)) runs on the log2(T) + 1 power-of-two rounds, placed
+between loop bodies (see tree.run_rounds), so no other round pays for it.  Every other round costs
+O(depth): a descent, one reward, one vectorised pass over the path (one gather, one scatter).
+Noise-free runs equal PyXAB 0.3.0's own HCT (expand='pyxab') pull for pull (checked over 2,000
+rounds of Garland; PyXAB is not a test dependency), and tests/reference_hct.py in both modes.
+
+Simplifications: t+ is the exact power of two (PyXAB's floating log2 gives 2t+ at t = 2^29 and 2^31);
+means are running means, mean += (r - mean) / T_node, in the run's precision (PyXAB divides a
+float64 sum); the node table has a fixed capacity, the largest tree the thresholds allow (see
+:func:`bounds`), so it never overflows; precision='float32' (default) keeps values and boxes in
+float32 (precision='float64' is PyXAB's arithmetic).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.core.algorithm import Algorithm, BaselineConfig
+from fedpne_jax.algorithms.trees import tree
+
+EXPANDS = ("leaf", "pyxab")
+MAX_ROWS = 1 << 24
+
+
+@dataclasses.dataclass(frozen=True)
+class HCTConfig(BaselineConfig):
+    """HCT's parameters (PyXAB's defaults; the paper's runs used rho = 0.75)."""
+
+    nu: float = 1.0
+    rho: float = 0.5
+    c: float = 0.1
+    delta: float = 0.01
+    split: str = "random"
+    expand: str = "leaf"
+    precision: str = "float32"
+
+    def __post_init__(self):
+        super().__post_init__()
+        tree.check_positive("nu", self.nu)
+        tree.check_positive("rho", self.rho, below=1.0)
+        tree.check_positive("c", self.c)
+        tree.check_positive("delta", self.delta)
+        if self.delta > 1:
+            raise ValueError(f"delta must be in (0, 1], got {self.delta!r}")
+        tree.check_choice("split", self.split, tree.SPLITS)
+        tree.check_choice("expand", self.expand, EXPANDS)
+        tree.check_choice("precision", self.precision, tree.PRECISIONS)
+        top = max(self.conf_terms()) / self.nu ** 2
+        if not (self.nu < 1e30 and 0 < self.c ** 2 and top < 1e30):
+            raise ValueError(f"c and nu must keep c^2 log(1/delta~) / nu^2 within float32 range, got c={self.c}, "
+                             f"nu={self.nu}")
+        capacity, height = bounds(self)
+        tree.check_height(height, f"c={self.c}, rho={self.rho}, horizon={self.horizon}")
+        if capacity > MAX_ROWS:
+            raise ValueError(f"horizon: HCT's node table would need {capacity} rows for T={self.horizon} with "
+                             f"c={self.c}, rho={self.rho} (at most {MAX_ROWS}); raise c or lower the horizon")
+
+    @property
+    def c1(self) -> float:
+        return (self.rho / (3 * self.nu)) ** (1.0 / 8)
+
+    @property
+    def epochs(self) -> int:
+        """K: t+ = 2^k for k = 0..K covers rounds 1..T+1 (T+1: the recommendation)."""
+        return self.horizon.bit_length()
+
+    def delta_tilde(self, k: int, cap: float) -> float:
+        return min(cap, self.c1 * self.delta / 2.0 ** k)
+
+    def conf_terms(self) -> list:
+        """c^2 log(1/delta~) of the updates, per k."""
+        return [self.c ** 2 * math.log(1 / self.delta_tilde(k, 1.0)) for k in range(self.epochs + 1)]
+
+    def tau(self, k: int, h: int) -> int:
+        """tau_h at t+ = 2^k (PyXAB's expression), capped at T + 1 (no node count reaches it)."""
+        if h == 0:
+            return 0
+        log_term = math.log(1 / self.delta_tilde(k, 0.5))
+        cap = self.horizon + 1
+        if 2 * math.log(self.c) + math.log(log_term) - 2 * h * math.log(self.rho) - 2 * math.log(self.nu) \
+                > math.log(cap) + 1:
+            return cap
+        return int(min(cap, math.ceil(self.c ** 2 * log_term * self.rho ** (-2 * h) / self.nu ** 2)))
+
+    def resolved(self) -> dict:
+        out = super().resolved()
+        capacity, height = bounds(self)
+        out.update(c1=self.c1, capacity=capacity, max_depth=height)
+        return out
+
+
+def bounds(config: HCTConfig) -> tuple[int, int]:
+    """(capacity, height): the most rows and the deepest depth any run can reach.
+
+    A node is expanded only after it was pulled tau_h >= tau_h(t+ = 1) times itself (and at least
+    once), and each pull is credited to one node.  Rows: with E_h expansions at depth h, E_0 = 1 (the
+    root, expanded for free) and E_h <= 2 E_{h-1} (nodes available), sum_h E_h max(1, tau_h(1)) <= T.
+    Under ``expand='pyxab'`` a node can be expanded again once per distinct value V_h of tau_h, and
+    its children reuse their rows, so only first expansions take rows and E_h <= 2 V_{h-1} E_{h-1}.
+    Costs grow with h, so filling depths shallow-first maximises sum E_h (exchange argument);
+    rows = 1 + 2 sum_h E_h.  Height: a node at depth H needs an expanded ancestor at every depth
+    below, so sum_{h=1}^{H-1} max(1, tau_h(1)) <= T.
+    """
+    T, K = config.horizon, config.epochs
+    budget, total, prev_events, h = T, 1, 1, 0
+    while True:
+        h += 1
+        cost = max(1, config.tau(0, h))
+        e = min(2 * prev_events, budget // cost)
+        if e == 0:
+            break
+        budget -= e * cost
+        total += e
+        distinct = len({config.tau(k, h) for k in range(K + 1)}) if config.expand == "pyxab" else 1
+        prev_events = e * distinct
+    spent, height = 0, 1
+    while spent + max(1, config.tau(0, height)) <= T:
+        spent += max(1, config.tau(0, height))
+        height += 1
+    return 1 + 2 * total, height
+
+
+@dataclasses.dataclass(frozen=True)
+class HCTStatic:
+    horizon: int
+    checkpoint_rounds: tuple
+    noise_kind: str
+    expand: str
+    tree: tree.TreeSpec
+    real: str
+    chunk: int               # rounds per draw of reward uniforms
+    trace: bool = False      # tests: also return every pulled point
+
+
+class HCTParams(NamedTuple):
+    tau: np.ndarray          # (K+1, H+1) int32 tau_h at t+ = 2^k (traversal delta~)
+    smooth: np.ndarray       # (H+1,) nu rho^h
+    conf: np.ndarray         # (K+1,) c^2 log(1/delta~) at t+ = 2^k (update delta~)
+    noise_scale: np.ndarray  # ()
+
+
+def make_static(config: HCTConfig, objective) -> HCTStatic:
+    capacity, height = bounds(config)
+    return HCTStatic(horizon=config.horizon, checkpoint_rounds=tuple(int(r) for r in config.checkpoint_rounds),
+                     noise_kind=config.noise_kind, expand=config.expand,
+                     tree=tree.make_spec(capacity, height, objective, config.split, config.precision),
+                     real=config.precision, chunk=tree.chunk_size(config.horizon))
+
+
+def make_params(config: HCTConfig) -> HCTParams:
+    _, height = bounds(config)
+    real = np.dtype(config.precision)
+    K = config.epochs
+    return HCTParams(
+        tau=np.asarray([[config.tau(k, h) for h in range(height + 1)] for k in range(K + 1)], np.int32),
+        smooth=np.asarray([config.nu * config.rho ** h for h in range(height + 1)], real),
+        conf=np.asarray(config.conf_terms(), real),
+        noise_scale=np.asarray(config.noise_scale, real))
+
+
+class _State(NamedTuple):
+    table: tree.Table
+    book: tree.Pull
+    last: tree.Last          # this round's selection, updated at the start of the next loop body
+    pending: jax.Array       # path (root..node) of the node re-expanded last round, whose B are due
+    pending_length: jax.Array   # its length (0: none)
+    overflow: jax.Array
+
+
+def _epoch(t):
+    """k with t+ = 2^k = 2^ceil(log2 t)."""
+    return 32 - jax.lax.clz(jnp.maximum(t, 1) - 1)
+
+
+def _u_fn(params: HCTParams, k):
+    """PyXAB's U: mean + nu rho^h + sqrt(c^2 log(1/delta~) / T_node)."""
+    def u(mean, count, depth):
+        return mean + params.smooth[depth] + jnp.sqrt(params.conf[k] / count.astype(mean.dtype))
+    return u
+
+
+def _descend(static: HCTStatic, params: HCTParams, table: tree.Table, k):
+    tau = params.tau[k]
+    return tree.descend(static.tree, table, lambda count, depth: count >= tau[depth])
+
+
+def _select(static: HCTStatic, params: HCTParams, objective, t, u, state: _State, pulling) -> _State:
+    spec = static.tree
+    node, row, path, length = _descend(static, params, state.table, _epoch(t))
+    x = tree.centre(spec, row)
+    r, book = tree.pull(static, params, objective, state.book, t, x, u, pulling)
+    return state._replace(book=book, last=tree.Last(node, path, length, r, u[2], x))
+
+
+def _update(static: HCTStatic, params: HCTParams, t, state: _State, active) -> _State:
+    """Round t's update after its selection (and the refresh when t is a power of two)."""
+    spec = static.tree
+    k = _epoch(t)
+    last, table = state.last, state.table
+    u_fn = _u_fn(params, k)
+    pending_length = state.pending_length
+    tau = params.tau[k]
+
+    def grow(count, depth, child):
+        ready = count >= tau[depth]
+        return ready if static.expand == "pyxab" else ready & (child < 0)
+
+    credited = jnp.arange(spec.height + 1) == last.length - 1
+    pending = (state.pending, pending_length) if static.expand == "pyxab" else None
+    table, overflow, regrown = tree.update_path(spec, table, last.path, last.length, credited, last.reward, u_fn,
+                                                grow, last.split_u, active=active, pending=pending)
+    if static.expand == "pyxab":
+        pending_length = jnp.where(active & regrown, last.length, jnp.where(active, 0, pending_length))
+    pending = last.path if static.expand == "pyxab" else state.pending
+    return state._replace(table=table, pending=pending, pending_length=pending_length,
+                          overflow=state.overflow | overflow)
+
+
+def _refresh(static: HCTStatic, params: HCTParams, k, state: _State) -> _State:
+    """Round 2^k, between its selection and its update: every U with t+ = 2^k, then every B (this
+    also settles a re-expanded node's ancestors)."""
+    return state._replace(table=tree.refresh(static.tree, state.table, _u_fn(params, k)),
+                          pending_length=jnp.int32(0))
+
+
+def run_single(static: HCTStatic, params: HCTParams, objective, key):
+    spec = static.tree
+    table = tree.init(spec, objective.lo, objective.hi, key)
+    book = tree.start_pulls(len(static.checkpoint_rounds), spec.dim, static.horizon if static.trace else 0,
+                            spec.dtype)
+    state = _State(table, book, tree.no_selection(spec), jnp.zeros((spec.height + 1,), jnp.int32), jnp.int32(0),
+                   jnp.bool_(False))
+    state = tree.run_rounds(static.horizon, static.chunk, key, spec.dtype,
+                            lambda t, s, active: _update(static, params, t, s, active),
+                            lambda t, u, s, pulling: _select(static, params, objective, t, u, s, pulling),
+                            state, refresh=lambda k, s: _refresh(static, params, k, s))
+    return tree.output(static.checkpoint_rounds, state)
+
+
+ALGORITHM = Algorithm(name="hct", config_type=HCTConfig, make_static=make_static, make_params=make_params,
+                      run_single=run_single, metrics=tree.METRICS,
+                      check=lambda config, objective: tree.check_objective(config.split, objective))

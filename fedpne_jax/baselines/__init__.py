@@ -1,1 +1,0 @@
-"""Baselines of the paper's comparison (Section 5, Appendix E), one module each; see fedpne_jax.baseline."""

@@ -1,0 +1,194 @@
+"""Batched execution shared by every algorithm: runs vmapped, sharded over devices, compiled once per shape.
+
+An algorithm provides ``run_single(static, params, objective, key) -> outputs`` (a pytree of arrays,
+one run).  ``execute`` vmaps it over seed keys, compiles it ahead of time once per (function, static,
+argument shapes, devices) and runs it under the precision's x64 setting.  Seed i uses the key
+fold_in(key(base_seed), i), so its numbers do not depend on which or how many seeds run beside it,
+nor on the devices they run on (see :mod:`fedpne_jax.sharding`).
+
+Grids: with ``grid_index`` the params carry a leading grid axis and run j uses grid point
+``grid_index[j]``; the runs of every grid point then share one compiled program, because
+hyper-parameters are data.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Callable
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
+
+from fedpne_jax.core import sharding
+
+
+def seed_key(base_seed: int, seed: int):
+    """The key of seed index ``seed``: fold_in(key(base_seed), seed)."""
+    return jax.random.fold_in(jax.random.key(base_seed), seed)
+
+
+_TRACES = [0]
+_COMPILE_SECONDS = [0.0]
+
+
+def trace_count() -> int:
+    """How many batched programs have been traced in this process (tests use it to catch recompiles)."""
+    return _TRACES[0]
+
+
+def compile_seconds() -> float:
+    """Seconds spent compiling batched programs in this process."""
+    return _COMPILE_SECONDS[0]
+
+
+def batch(run_single: Callable, static, params, objective, base_seed, seed_ids, grid_index=None):
+    """``run_single`` for every seed of ``seed_ids``, vmapped; with ``grid_index``, run j reads grid
+    point ``grid_index[j]`` of the stacked ``params``."""
+    _TRACES[0] += 1
+    keys = jax.vmap(lambda i: seed_key(base_seed, i))(seed_ids)
+    if grid_index is None:
+        return jax.vmap(run_single, in_axes=(None, None, None, 0))(static, params, objective, keys)
+
+    def one(g, key):
+        return run_single(static, jax.tree.map(lambda p: p[g], params), objective, key)
+
+    return jax.vmap(one)(grid_index, keys)
+
+
+def _sharded_batch(run_single, static, mesh, params, objective, base_seed, seed_ids, grid_index):
+    """``batch`` with the run axis split over ``mesh``: each device runs the plain vmapped program on
+    its block.  check_vma=False: run states start from constants, which shard_map would otherwise
+    reject as unvarying loop carries."""
+    runs, whole = PartitionSpec(sharding.AXIS), PartitionSpec()
+    local = lambda p, o, b, ids, g: batch(run_single, static, p, o, b, ids, g)
+    return jax.shard_map(local, mesh=mesh, in_specs=(whole, whole, whole, runs, runs), out_specs=runs,
+                         check_vma=False)(params, objective, base_seed, seed_ids, grid_index)
+
+
+_jitted = jax.jit(batch, static_argnums=(0, 1))
+_jitted_sharded = jax.jit(_sharded_batch, static_argnums=(0, 1, 2))
+_compiled: dict = {}
+
+
+def _real(static) -> str:
+    return getattr(static, "real", "float32")
+
+
+def device_args(params, base_seed, seed_ids, grid_index=None, mesh=None, objective=None):
+    """The dynamic arguments as device arrays (inside the run's x64 setting): on the default device,
+    or, with a mesh, as global arrays (params and objective data replicated, runs split)."""
+    if mesh is None:
+        grid = None if grid_index is None else np.asarray(grid_index, np.int32)
+        # One device_put for the whole tree: per-leaf jnp.asarray costs more than a small run.
+        host = (jax.tree.map(np.asarray, params), np.int32(base_seed), np.asarray(seed_ids, np.int32), grid)
+        return jax.device_put(host) + (objective,)
+    whole, runs = NamedSharding(mesh, PartitionSpec()), NamedSharding(mesh, PartitionSpec(sharding.AXIS))
+    replicate = lambda tree: jax.tree.map(lambda x: sharding.put(x, whole), tree)
+    grid = None if grid_index is None else sharding.put(np.asarray(grid_index, np.int32), runs)
+    return (replicate(params), sharding.put(np.int32(base_seed), whole),
+            sharding.put(np.asarray(seed_ids, np.int32), runs), grid, replicate(objective))
+
+
+def _devices(devices):
+    selected = sharding.select_devices(devices)
+    return selected, (sharding.mesh(selected) if len(selected) > 1 else None)
+
+
+def _dtype(x) -> str:
+    # Read from the array itself: np.asarray would copy a device array back to the host.
+    return np.dtype(x.dtype).str if hasattr(x, "dtype") else np.asarray(x).dtype.str
+
+
+def executable(run_single, static, params, objective, base_seed, seed_ids, grid_index=None, devices=None):
+    """(AOT-compiled batch for these shapes and devices, compile seconds); compiled at most once per process."""
+    devices = devices or (jax.devices()[0],)
+    mesh = sharding.mesh(devices) if len(devices) > 1 else None
+    leaves, treedef = jax.tree.flatten((params, objective))
+    signature = (run_single, static, treedef,
+                 tuple((np.shape(x), _dtype(x)) for x in leaves), np.shape(seed_ids),
+                 grid_index is None, tuple((d.process_index, d.id) for d in devices))
+    if signature not in _compiled:
+        start = time.perf_counter()
+        if mesh is None:
+            lowered = _jitted.lower(run_single, static, params, objective, base_seed, seed_ids, grid_index)
+        else:
+            lowered = _jitted_sharded.lower(run_single, static, mesh, params, objective, base_seed, seed_ids,
+                                            grid_index)
+        _compiled[signature] = (lowered.compile(), time.perf_counter() - start)
+        _COMPILE_SECONDS[0] += _compiled[signature][1]
+        return _compiled[signature]
+    return _compiled[signature][0], 0.0
+
+
+def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.ndarray, *,
+            grid_index=None, devices=None, pad_to: int | None = None):
+    """(outputs as numpy with a leading seed axis, compile seconds, run seconds).
+
+    ``grid_index``: per run, the grid point of the stacked ``params`` it uses.  ``devices``: a spec
+    for :func:`fedpne_jax.sharding.select_devices` (default: the process default, all devices).
+    ``pad_to``: compute at least this many runs (the extra ones repeat the last run and are dropped),
+    so that calls of different sizes share one compiled program.
+    """
+    selected, mesh = _devices(devices)
+    n = len(seed_ids)
+    size = sharding.padded_size(n, len(selected), pad_to)
+    ids = sharding.pad(seed_ids, size)
+    grid = None if grid_index is None else sharding.pad(grid_index, size)
+    # float64 runs trace, compile and execute with 64-bit types enabled for this call only.
+    with jax.enable_x64(_real(static) == "float64"), \
+            (jax.default_device(selected[0]) if mesh is None else contextlib.nullcontext()):
+        if jax.config.jax_disable_jit:
+            p, base, i, g, o = device_args(params, base_seed, ids, grid, None, objective)
+            start = time.perf_counter()
+            out = batch(run_single, static, p, o, base, i, g)
+            return jax.tree.map(lambda a: np.asarray(a)[:n], out), 0.0, time.perf_counter() - start
+        p, base, i, g, o = device_args(params, base_seed, ids, grid, mesh, objective)
+        exe, compile_s = executable(run_single, static, p, o, base, i, g, selected)
+        start = time.perf_counter()
+        out = jax.block_until_ready(exe(p, o, base, i, g))
+        run_s = time.perf_counter() - start
+        return jax.tree.map(lambda a: sharding.gather(a)[:n], out), compile_s, run_s
+
+
+def memory(run_single, static, params, objective, seeds: int, *, grid: bool = False, devices=None):
+    """XLA's memory statistics of the program running ``seeds`` runs (compiling it if needed); with
+    several devices, the statistics of one device's share.  ``grid``: params are stacked (see execute)."""
+    selected, mesh = _devices(devices)
+    size = sharding.padded_size(seeds, len(selected))
+    grid_index = np.zeros(size, np.int32) if grid else None
+    with jax.enable_x64(_real(static) == "float64"):
+        p, base, ids, g, o = device_args(params, 0, np.arange(size), grid_index, mesh, objective)
+        exe, _ = executable(run_single, static, p, o, base, ids, g, selected)
+        return exe.memory_analysis()
+
+
+def memory_bytes(stats) -> int:
+    """One number for a memory analysis: arguments + outputs + temporaries (an upper bound: outputs may
+    alias arguments), or XLA's peak where it reports a larger one."""
+    total = stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+    return int(max(getattr(stats, "peak_memory_in_bytes", 0) or 0, total))
+
+
+def seed_ids(seeds) -> np.ndarray:
+    """Seed indices from a count S (0..S-1) or a sequence of int32 indices >= 0."""
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        if seeds < 1:
+            raise ValueError(f"seeds must be >= 1, got {seeds}")
+        return np.arange(int(seeds), dtype=np.int64)
+    try:
+        ids = np.asarray(list(seeds))
+    except TypeError:
+        raise ValueError(f"seeds must be a count >= 1 or a sequence of seed indices, got {seeds!r}") from None
+    if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) \
+            or np.any(ids > 2**31 - 1):
+        raise ValueError(f"seeds must be a count >= 1 or a non-empty sequence of int32 seed indices >= 0, "
+                         f"got {seeds!r}")
+    return ids.astype(np.int64)
+
+
+def check_base_seed(base_seed) -> int:
+    if isinstance(base_seed, bool) or not isinstance(base_seed, (int, np.integer)) \
+            or not (0 <= base_seed <= 2**31 - 1):
+        raise ValueError(f"base_seed must be an int in [0, 2^31 - 1], got {base_seed!r}")
+    return int(base_seed)

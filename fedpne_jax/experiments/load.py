@@ -1,0 +1,174 @@
+"""Reading a sweep's results folder as arrays with labelled axes.
+
+    res = fp.load_sweep("out/")
+    res.curves            # (config, seed, checkpoint) R(t)/M at the checkpoint rounds
+    res.final_regret      # (config, seed)
+    res.metrics["phases"] # (config, seed, ...)
+    res.configs[i]        # what configuration i varies: objective, algorithm, num_clients, horizon, grid values
+    res.seeds             # (seed,) seed indices;  res.checkpoints: (config, checkpoint) rounds
+    res.mean, res.std, res.stderr           # (config,) final regret over seeds (std: ddof=1; stderr = std/sqrt(S))
+    res.curve_mean, res.curve_std, res.curve_stderr   # (config, checkpoint)
+    print(res.table())
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from fedpne_jax.experiments.store import INDEX_FILE, SWEEP_FILE, read_chunk, read_json
+from fedpne_jax.experiments.sweep import SweepError
+
+
+LABEL_ORDER = ["objective", "algorithm", "num_clients", "horizon"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResults:
+    path: str
+    hash: str
+    definition: dict
+    configs: list              # per config: the labels the sweep varies
+    config_ids: list
+    resolved: list             # per config: every resolved parameter
+    algorithms: list           # per config: the result's algorithm ('fedpne', 'dp-fedpne', ...)
+    seeds: np.ndarray          # (S,)
+    checkpoints: np.ndarray    # (N, C) rounds
+    curves: np.ndarray         # (N, S, C)
+    final_regret: np.ndarray   # (N, S)
+    metrics: dict              # name -> (N, S, ...)
+    done: np.ndarray           # (N, S) bool: the run is in the folder (all True unless loaded partial)
+
+    dims = ("config", "seed", "checkpoint")
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.done.all())
+
+    @property
+    def count(self) -> np.ndarray:
+        """(N,) finished runs per config."""
+        return self.done.sum(axis=1)
+
+    def _std(self, x, axis):
+        n = self.count.reshape((-1,) + (1,) * (x.ndim - 2))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.sqrt(np.nansum((x - np.nanmean(x, axis=axis, keepdims=True)) ** 2, axis=axis) / (n - 1))
+        return np.where(n > 1, out, 0.0)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return np.nanmean(self.final_regret, axis=1)
+
+    @property
+    def std(self) -> np.ndarray:
+        """(N,) standard deviation over seeds (ddof = 1, as RunResult.regret_std)."""
+        return self._std(self.final_regret, 1)
+
+    @property
+    def stderr(self) -> np.ndarray:
+        """(N,) standard error of the mean, std / sqrt(S)."""
+        return self.std / np.sqrt(np.maximum(self.count, 1))
+
+    @property
+    def curve_mean(self) -> np.ndarray:
+        return np.nanmean(self.curves, axis=1)
+
+    @property
+    def curve_std(self) -> np.ndarray:
+        return self._std(self.curves, 1)
+
+    @property
+    def curve_stderr(self) -> np.ndarray:
+        return self.curve_std / np.sqrt(np.maximum(self.count, 1))[:, None]
+
+    def find(self, **labels) -> list[int]:
+        """Indices of the configurations whose labels match, e.g. ``find(objective="garland", c=0.1)``."""
+        return [i for i, c in enumerate(self.configs) if all(c.get(k) == v for k, v in labels.items())]
+
+    def summary(self) -> list[dict]:
+        """Per config: its labels and the final regret's mean, std, standard error and run count."""
+        return [dict(labels, mean=float(m), std=float(s), stderr=float(e), runs=int(n))
+                for labels, m, s, e, n in zip(self.configs, self.mean, self.std, self.stderr, self.count)]
+
+    def table(self) -> str:
+        order = lambda k: (k not in LABEL_ORDER, LABEL_ORDER.index(k) if k in LABEL_ORDER else 0, k)
+        names = sorted({k for c in self.configs for k in c}, key=order)
+        # Columns for what varies; objective and algorithm always, so a one-config sweep has a label.
+        keys = [k for k in names if k in ("objective", "algorithm")
+                or len({repr(c.get(k)) for c in self.configs}) > 1]
+        rows = [[str(c.get(k)) for k in keys] + [f"{m:.6g}", f"{e:.3g}", str(n)]
+                for c, m, e, n in zip(self.configs, self.mean, self.stderr, self.count)]
+        head = keys + ["final regret", "± s.e.", "runs"]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+        return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def load_sweep(path, allow_partial: bool = False) -> SweepResults:
+    """The results folder ``path`` as a :class:`SweepResults`.  An unfinished sweep raises SweepError
+    unless ``allow_partial`` (missing runs are then NaN and ``done`` is False there)."""
+    path = os.fspath(path)
+    if not os.path.exists(os.path.join(path, SWEEP_FILE)):
+        raise SweepError(f"{path!r} is not a sweep results folder (no {SWEEP_FILE})")
+    meta = read_json(os.path.join(path, SWEEP_FILE))
+    index_path = os.path.join(path, INDEX_FILE)
+    chunks = read_json(index_path)["chunks"] if os.path.exists(index_path) else {}
+    definition = meta["definition"]
+    seeds = definition["seeds"]
+    seeds = np.arange(seeds, dtype=np.int64) if isinstance(seeds, int) else np.asarray(seeds, np.int64)
+    configs = meta["configs"]
+    position = {c["id"]: c["index"] for c in configs}
+    N, S = len(configs), seeds.size
+
+    done = np.zeros((N, S), bool)
+    parts: list = []
+    for entry in sorted(chunks.values(), key=lambda e: (position[e["config"]], e["start"])):
+        i, a, b = position[entry["config"]], entry["start"], entry["end"]
+        if done[i, a:b].any():
+            raise SweepError(f"{path!r}: chunk {entry['file']} overlaps another chunk of its configuration")
+        data = read_chunk(path, entry)
+        if not np.array_equal(data["seeds"], seeds[a:b]):
+            raise SweepError(f"{path!r}: chunk {entry['file']} holds other seeds than positions {a}..{b}")
+        done[i, a:b] = True
+        parts.append((i, a, b, data, entry.get("algorithm")))
+    if not done.all() and not allow_partial:
+        raise SweepError(f"{path!r}: the sweep is not finished ({int((~done).sum())} of {N * S} runs missing); "
+                         f"rerun it, or load with allow_partial=True")
+
+    C = max((p[3]["curves"].shape[1] for p in parts), default=0)
+    checkpoints = np.zeros((N, C), np.int64)
+    curves = np.full((N, S, C), np.nan)
+    final = np.full((N, S), np.nan)
+    algorithms = [None] * N
+    shapes: dict = {}
+    for i, a, b, data, algorithm in parts:
+        curves[i, a:b] = data["curves"]
+        final[i, a:b] = data["final_regret"]
+        checkpoints[i] = data["checkpoints"]
+        algorithms[i] = algorithm
+        for key in data:
+            if key.startswith("metric."):
+                shapes.setdefault(key[7:], set()).add((data[key].shape[1:], data[key].dtype.str))
+    metrics = {}
+    for name, kinds in shapes.items():
+        if len({len(shape) for shape, _ in kinds}) > 1:
+            # Shapes of different rank cannot share one array: one array per configuration instead.
+            per_config = [[p[3][f"metric.{name}"] for p in parts if p[0] == i and f"metric.{name}" in p[3]]
+                          for i in range(N)]
+            metrics[name] = [np.concatenate(x) if x else None for x in per_config]
+            continue
+        rest = tuple(max(s[0][d] for s in kinds) for d in range(len(next(iter(kinds))[0])))
+        exact = len(kinds) == 1 and done.all() and all(f"metric.{name}" in p[3] for p in parts)
+        dtype = np.dtype(next(iter(kinds))[1]) if exact else np.float64
+        array = np.zeros((N, S) + rest, dtype) if exact else np.full((N, S) + rest, np.nan)
+        for i, a, b, data, _ in parts:
+            value = data.get(f"metric.{name}")
+            if value is not None:
+                array[(i, slice(a, b)) + tuple(slice(0, n) for n in value.shape[1:])] = value
+        metrics[name] = array
+    return SweepResults(path=path, hash=meta["hash"], definition=definition,
+                        configs=[c["labels"] for c in configs], config_ids=[c["id"] for c in configs],
+                        resolved=[c["config"] for c in configs], algorithms=algorithms, seeds=seeds,
+                        checkpoints=checkpoints, curves=curves, final_regret=final, metrics=metrics, done=done)

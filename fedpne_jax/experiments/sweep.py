@@ -1,0 +1,365 @@
+"""A sweep: objectives x algorithms x M x T x hyper-parameter grid x seeds, from a TOML or JSON file.
+
+Format (TOML shown; JSON takes the same keys)::
+
+    objectives = ["garland", "doublesine"]      # names, or tables {name, dim, heterogeneity, seed, amplitude}
+    algorithms = ["fedpne"]                     # default ["fedpne"]
+    clients = [10]                              # M values (default [10])
+    horizon = [10000]                           # T values (default [10000])
+    seeds = 1000                                # a count S (seed indices 0..S-1) or a list of indices
+    base_seed = 0                               # default 0: seed i uses fold_in(key(base_seed), i)
+    heterogeneity = "shift"                     # default: the objective's ("shift"; "intrinsic" for real ones), "none" with
+                                                #   bernoulli noise (values must stay in [0, 1])
+    objective_seed = 0                          # default key of the objectives' client shifts
+
+    [params]                                    # fixed parameters of every algorithm's config
+    noise = "gaussian:0.1"
+    checkpoints = 100
+
+    [grid]                                      # swept parameters: lists, Cartesian product
+    c = [0.05, 0.1, 0.2]
+    rho = [0.5, 0.75]
+
+    [fedpne.params]                             # optional, per algorithm: added to (and overriding)
+    k = 2                                       #   [params] and [grid] for that algorithm only
+    [fedpne.grid]
+    nu = [1.0, 0.5]
+
+Keys of ``params`` and ``grid`` are the fields of the algorithm's config (``fedpne``: FedPNEConfig,
+e.g. nu, rho, c, c1, delta, noise, k, split, pull, sampling, dp_epsilon, dp_delta, checkpoints,
+capacity, precision).  The top-level tables apply to every listed algorithm, so each of their keys
+must be a field of every algorithm's config; keys of one algorithm go in its own table.  A parameter
+left out takes the config's default (JSON ``null`` and the command line's ``none`` also mean None).
+``num_clients`` and ``horizon`` come from ``clients`` and ``horizon``.  An algorithm whose config has
+no ``num_clients`` (a centralised one) runs once per objective (built for one client), not once per
+M.  Every configuration must have the same number of ``checkpoints`` (the loader stacks the curves).
+A grid value list must not repeat a value; two identical configurations are refused.
+
+Configurations are ordered objective, algorithm, M, T, then the grid (grid keys in alphabetical
+order, the last varying fastest); this order is the loader's config axis.  The normalised definition
+(defaults filled in, numbers compared by value, key order ignored) is hashed: a results folder holds
+exactly one definition.  How the sweep is chunked, on how many devices, with what memory budget, is
+not part of the definition: none of it changes a number.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Any
+
+from fedpne_jax.core import registry as registry
+
+FORMAT = "fedpne-sweep/1"
+TOP_KEYS = {"objectives", "algorithms", "clients", "horizon", "seeds", "base_seed", "heterogeneity",
+            "objective_seed", "params", "grid"}
+RESERVED = {"num_clients": "clients", "horizon": "horizon"}
+
+
+class SweepError(ValueError):
+    """An invalid sweep definition, or a results folder that holds another sweep."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One configuration of a sweep (one row of the loader's config axis)."""
+
+    index: int
+    id: str              # stable identity: hash of algorithm, objective and every resolved parameter
+    algorithm: str
+    objective: dict      # name, dim, heterogeneity, seed, num_clients (objectives.make_objective's arguments)
+    options: dict        # the config's keyword arguments
+    labels: dict         # what the sweep varies: objective, algorithm, num_clients, horizon, grid keys
+    config: Any          # the algorithm's config, validated
+
+    def make_objective(self):
+        import objectives
+        o = self.objective
+        return objectives.make_objective(o["name"], num_clients=o["num_clients"], heterogeneity=o["heterogeneity"],
+                                         seed=o["seed"], dim=o["dim"], amplitude=o.get("amplitude"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    definition: dict     # normalised
+    hash: str
+    entries: tuple
+
+    @property
+    def seed_ids(self):
+        import numpy as np
+        s = self.definition["seeds"]
+        return np.arange(s, dtype=np.int64) if isinstance(s, int) else np.asarray(s, np.int64)
+
+    @property
+    def base_seed(self) -> int:
+        return self.definition["base_seed"]
+
+    @property
+    def num_runs(self) -> int:
+        return len(self.entries) * len(self.seed_ids)
+
+
+def read(path) -> dict:
+    """A definition dict from a .toml or .json file."""
+    path = os.fspath(path)
+    try:
+        if path.endswith(".json"):
+            with open(path) as fh:
+                return json.load(fh)
+        import tomllib
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise SweepError(f"sweep file {path!r} does not exist") from None
+    except (ValueError, OSError) as err:      # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
+        raise SweepError(f"sweep file {path!r}: {err}") from None
+
+
+def load(source) -> Sweep:
+    """A :class:`Sweep` from a definition dict, a path to a TOML/JSON file, or a Sweep."""
+    if isinstance(source, Sweep):
+        return source
+    raw = read(source) if isinstance(source, (str, os.PathLike)) else source
+    definition = normalise(raw)
+    return Sweep(definition, definition_hash(definition), tuple(expand(definition)))
+
+
+def _list(raw: dict, key: str, default):
+    value = raw.get(key, default)
+    if not isinstance(value, list):
+        value = [value]
+    if not value:
+        raise SweepError(f"sweep: {key} must not be empty")
+    if len({json.dumps(canonical(v), sort_keys=True) for v in value}) != len(value):
+        raise SweepError(f"sweep: {key} repeats a value: {value!r}")
+    return value
+
+
+def _int_list(raw, key, default):
+    values = _list(raw, key, default)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise SweepError(f"sweep: {key} must be positive integers, got {v!r}")
+    return values
+
+
+def _table(raw: dict, key: str, where: str = "") -> dict:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise SweepError(f"sweep: {where}{key} must be a table of parameter = value, got {value!r}")
+    for name in value:
+        if name in RESERVED:
+            raise SweepError(f"sweep: set {name} with the top-level key {RESERVED[name]!r}, not in {where}{key}")
+    return dict(value)
+
+
+def _grid(raw: dict, where: str = "") -> dict:
+    grid = _table(raw, "grid", where)
+    for name, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise SweepError(f"sweep: {where}grid.{name} must be a non-empty list, got {values!r}")
+        if len({json.dumps(canonical(v)) for v in values}) != len(values):
+            raise SweepError(f"sweep: {where}grid.{name} repeats a value: {values!r}")
+        if name == "checkpoints" and len(values) > 1:
+            raise SweepError("sweep: checkpoints cannot be swept (every configuration's curve has the same length)")
+    return grid
+
+
+def normalise(raw: dict) -> dict:
+    """The definition with defaults filled in and everything checked that needs no config."""
+    if not isinstance(raw, dict):
+        raise SweepError(f"sweep definition must be a table/object, got {type(raw).__name__}")
+    names = [a for a in _list(raw, "algorithms", ["fedpne"])]
+    for name in names:
+        if name not in registry.NAMES:
+            raise SweepError(f"sweep: algorithm must be one of {registry.NAMES}, got {name!r}")
+    unknown = sorted(set(raw) - TOP_KEYS - set(names))
+    if unknown:
+        raise SweepError(f"sweep: unknown key(s) {', '.join(map(repr, unknown))}; the keys are "
+                         f"{', '.join(sorted(TOP_KEYS))} and a table per algorithm")
+    heterogeneity = raw.get("heterogeneity")
+    objective_seed = raw.get("objective_seed", 0)
+    if isinstance(objective_seed, bool) or not isinstance(objective_seed, int):
+        raise SweepError(f"sweep: objective_seed must be an integer, got {objective_seed!r}")
+    objective_list = []
+    for item in _list(raw, "objectives", ["garland"]):
+        objective_list.append(_objective(item, heterogeneity, objective_seed))
+    if len({json.dumps(o, sort_keys=True) for o in objective_list}) != len(objective_list):
+        raise SweepError("sweep: objectives repeats an objective")
+    seeds = raw.get("seeds", 100)
+    if isinstance(seeds, list):
+        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 2**31 - 1 for s in seeds) \
+                or len(set(seeds)) != len(seeds):
+            raise SweepError(f"sweep: seeds must be a count or a list of distinct int32 seed indices, got {seeds!r}")
+    elif isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 2**31:
+        raise SweepError(f"sweep: seeds must be a count >= 1 or a list of seed indices, got {seeds!r}")
+    base_seed = raw.get("base_seed", 0)
+    if isinstance(base_seed, bool) or not isinstance(base_seed, int) or not 0 <= base_seed <= 2**31 - 1:
+        raise SweepError(f"sweep: base_seed must be an int in [0, 2^31 - 1], got {base_seed!r}")
+    per_algorithm = {}
+    for name in names:
+        if name in raw:
+            table = raw[name]
+            if not isinstance(table, dict) or set(table) - {"params", "grid"}:
+                raise SweepError(f"sweep: the table {name!r} may hold only 'params' and 'grid', got {table!r}")
+            per_algorithm[name] = {"params": _table(table, "params", f"{name}."),
+                                   "grid": _grid(table, f"{name}.")}
+    return {
+        "format": FORMAT,
+        "objectives": objective_list,
+        "algorithms": names,
+        "clients": _int_list(raw, "clients", [10]),
+        "horizon": _int_list(raw, "horizon", [10_000]),
+        "seeds": seeds,
+        "base_seed": base_seed,
+        "params": _table(raw, "params"),
+        "grid": _grid(raw),
+        "per_algorithm": per_algorithm,
+    }
+
+
+def _objective(item, heterogeneity, seed) -> dict:
+    import objectives
+    if isinstance(item, str):
+        item = {"name": item}
+    if not isinstance(item, dict) or "name" not in item or set(item) - {"name", "dim", "heterogeneity", "seed",
+                                                                         "amplitude"}:
+        raise SweepError(f"sweep: an objective is a name or a table with name and optionally dim, heterogeneity, "
+                         f"seed, amplitude; got {item!r}")
+    name = item["name"]
+    if name not in objectives.OBJECTIVES:
+        raise SweepError(f"sweep: objective must be one of {sorted(objectives.OBJECTIVES)}, got {name!r}")
+    spec = objectives.spec(name)
+    dim = item.get("dim", spec.default_dim)
+    het = item.get("heterogeneity", heterogeneity)
+    if het is not None and het not in spec.heterogeneities:
+        raise SweepError(f"sweep: heterogeneity of {name!r} must be one of {spec.heterogeneities}, got {het!r}")
+    out = {"name": name, "dim": dim, "heterogeneity": het, "seed": item.get("seed", seed)}
+    if "amplitude" in item:
+        # Only the 'fourier' heterogeneity has an amplitude; left out otherwise, so definitions
+        # without one keep their hash.
+        amplitude = item["amplitude"]
+        if het != "fourier":
+            raise SweepError(f"sweep: amplitude applies to heterogeneity 'fourier' only, got {het!r} for {name!r}")
+        if isinstance(amplitude, bool) or not isinstance(amplitude, (int, float)) or not amplitude >= 0:
+            raise SweepError(f"sweep: amplitude of {name!r} must be a number >= 0, got {amplitude!r}")
+        out["amplitude"] = amplitude
+    return out
+
+
+def canonical(value):
+    """Numbers compared by value (1 and 1.0 hash alike), mappings by content, for hashing."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return repr(value)
+
+
+def digest(value) -> str:
+    return hashlib.sha256(json.dumps(canonical(value), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def definition_hash(definition: dict) -> str:
+    return digest(definition)
+
+
+def _has_field(cls, name: str) -> bool:
+    return any(f.name == name for f in dataclasses.fields(cls))
+
+
+def expand(definition: dict) -> list[Entry]:
+    """Every configuration of a normalised definition, validated (errors name the configuration)."""
+    from fedpne_jax.core import grid as grid_lib
+
+    entries: list[Entry] = []
+    seen: dict = {}
+    for objective in definition["objectives"]:
+        for name in definition["algorithms"]:
+            extra = definition["per_algorithm"].get(name, {"params": {}, "grid": {}})
+            fixed = dict(definition["params"], **extra["params"])
+            sweep = dict(definition["grid"], **extra["grid"])
+            for key in sweep:
+                fixed.pop(key, None)
+            cls = registry.config_type(name)
+            federated = _has_field(cls, "num_clients")
+            for M in (definition["clients"] if federated else [1]):
+                for T in definition["horizon"]:
+                    for point in grid_lib.points(**{k: sweep[k] for k in sorted(sweep)}):
+                        entries.append(_entry(len(entries), name, objective, M, T, fixed, point, federated))
+                        if entries[-1].id in seen:
+                            raise SweepError(f"sweep: configurations {seen[entries[-1].id]} and {len(entries) - 1} are "
+                                             f"the same ({entries[-1].labels})")
+                        seen[entries[-1].id] = len(entries) - 1
+    checkpoints = {e.config.checkpoints for e in entries}
+    if len(checkpoints) > 1:
+        raise SweepError(f"sweep: every configuration must have the same number of checkpoints, got "
+                         f"{sorted(checkpoints)}")
+    return entries
+
+
+def _entry(index, name, objective, M, T, fixed, point, federated) -> Entry:
+    options = dict(fixed, **point, horizon=T)
+    if federated:
+        options["num_clients"] = M
+    labels = {"objective": objective["name"], "algorithm": name, "num_clients": M if federated else None,
+              "horizon": T, **point}
+    if "amplitude" in objective:
+        labels["amplitude"] = objective["amplitude"]
+    try:
+        config = registry.make_config(name, **options)
+    except (ValueError, TypeError) as err:
+        raise SweepError(f"sweep configuration {index} ({_describe(labels)}): {err}") from None
+    het = objective["heterogeneity"]
+    if het is None:
+        import objectives
+        kind = objectives.spec(objective["name"])
+        # Bernoulli rewards need values in [0, 1], which shifted synthetic functions leave.
+        het = "none" if config.noise_kind == "bernoulli" and kind.kind == "synthetic" else kind.default_heterogeneity
+    spec = dict(objective, heterogeneity=het, num_clients=M)
+    identity = {"algorithm": name, "objective": spec, "config": config.resolved()}
+    return Entry(index=index, id=digest(identity)[:16], algorithm=name, objective=spec, options=options,
+                 labels=labels, config=config)
+
+
+def _describe(labels: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items() if v is not None)
+
+
+def from_options(objectives=None, algorithms=None, clients=None, horizon=None, seeds=None, base_seed=None,
+                 params=(), grid=(), base: dict | None = None) -> dict:
+    """A definition dict from command-line lists (``params``: "key=value" strings, ``grid``:
+    "key=v1,v2,..." strings), on top of ``base`` (a file's definition) when given."""
+    raw = dict(base or {})
+    for key, value in [("objectives", objectives), ("algorithms", algorithms), ("clients", clients),
+                       ("horizon", horizon)]:
+        if value is not None:
+            raw[key] = [_parse(v) for v in value.split(",")] if isinstance(value, str) else list(value)
+    if seeds is not None:
+        raw["seeds"] = seeds
+    if base_seed is not None:
+        raw["base_seed"] = base_seed
+    for item in params:
+        key, value = _key_value(item, "--param")
+        raw.setdefault("params", {})[key] = _parse(value)
+    for item in grid:
+        key, value = _key_value(item, "--grid")
+        raw.setdefault("grid", {})[key] = [_parse(v) for v in value.split(",")]
+    return raw
+
+
+def _parse(text: str):
+    return registry.parse_value(text)
+
+
+def _key_value(item: str, option: str):
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise SweepError(f"{option} takes KEY=VALUE, got {item!r}")
+    return key.strip(), value

@@ -1,0 +1,441 @@
+"""The paper's figures and the new studies, as sweeps plus the numbers each figure shows.
+
+A *study* is one sweep definition (:mod:`fedpne_jax.sweep`) in two sizes: ``full`` (the paper's
+setting, hundreds of seeds where a run is cheap) and ``quick`` (small T, few seeds: every figure in
+minutes on a laptop, for smoke tests).  A *figure* names the studies it reads and turns their results
+into panels of series (:func:`build`): plain data (JSON/CSV next to the PNG, :mod:`fedpne_jax.plot`
+draws it, :mod:`fedpne_jax.summary` judges the paper's claims from it).  Studies shared by figures
+(Fig. 3 and Fig. 6 read the same synthetic comparison) run once.
+
+Settings the paper does not state are chosen here and written into every figure's JSON (the sweep
+definitions): M = 10 clients and T = 10^4 rounds on the synthetic functions, Gaussian noise of
+standard deviation 0.1, Fed-PNE with its App. E parameters (nu1 = 1, rho = 0.5, c = 0.1, c1 = 1),
+HCT as PyXAB runs it (``expand='pyxab'``, nu1 = 1, rho = 0.75), Fed1-UCB with kappa = 1, KernelTS
+and FN-UCB with their public codes' defaults.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+
+from fedpne_jax.core.result import LABELS
+
+SYNTHETIC = ("garland", "doublesine")
+REAL = ("landmine", "covid")
+TITLES = {"garland": "Garland", "doublesine": "DoubleSine", "landmine": "Landmine", "covid": "COVID",
+          "digits": "Digits MLP"}
+NOISE = "gaussian:0.1"
+HCT = {"expand": "pyxab", "nu": 1.0, "rho": 0.75}      # App. E: PyXAB's HCT with nu1 = 1, rho = 0.75
+COMPARED = ("fedpne", "hct", "kernelts", "fed1ucb", "fnucb")     # Fig. 3's algorithms, in its legend order
+REGRET_AXIS = "cumulative regret"      # per client for federated algorithms: the figure titles say so
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    """M, T and seeds of a study in one mode."""
+    horizon: tuple
+    seeds: int
+    clients: tuple = (10,)
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    name: str
+    objectives: tuple             # names or objective tables (see fedpne_jax.sweep)
+    algorithms: tuple
+    full: Size
+    quick: Size
+    params: dict = dataclasses.field(default_factory=dict)      # per algorithm: {name: {param: value}}
+    grid: dict = dataclasses.field(default_factory=dict)        # per algorithm: {name: {param: [values]}}
+    quick_grid: dict = dataclasses.field(default_factory=dict)  # the grid in quick mode, where it differs
+    minutes: float = 0.0          # full-mode wall time measured on a 2-core CPU (compilation included)
+
+    def definition(self, quick: bool = False, seeds: int | None = None) -> dict:
+        size = self.quick if quick else self.full
+        raw = {"objectives": list(self.objectives), "algorithms": list(self.algorithms),
+               "clients": list(size.clients), "horizon": list(size.horizon),
+               "seeds": size.seeds if seeds is None else seeds,
+               "params": {"noise": NOISE, "checkpoints": 20 if quick else 50}}
+        for name in self.algorithms:
+            table = {}
+            if self.params.get(name):
+                table["params"] = dict(self.params[name])
+            grid = (self.quick_grid if quick and name in self.quick_grid else self.grid).get(name)
+            if grid:
+                table["grid"] = {k: list(v) for k, v in grid.items()}
+            if table:
+                raw[name] = table
+        return raw
+
+
+def _decades(lo: int, hi: int, per_decade: int = 2) -> tuple:
+    """Horizons from 10^lo to 10^hi, ``per_decade`` per decade, rounded to integers."""
+    steps = (hi - lo) * per_decade
+    return tuple(int(round(10 ** (lo + i / per_decade))) for i in range(steps + 1))
+
+
+# Clients' objectives f + p_m with zero-sum smooth random p_m (objectives/heterogeneity.py), by amplitude.
+FOURIER = tuple({"name": f, "heterogeneity": "fourier", "amplitude": a} for f in SYNTHETIC for a in (0.0, 0.1, 0.3, 1.0, 3.0))
+
+STUDIES = {s.name: s for s in [
+    Study("compare-synthetic", SYNTHETIC, ("fedpne", "hct", "kernelts", "fed1ucb", "bo", "bbo"),
+          full=Size((10_000,), 100), quick=Size((300,), 4), params={"hct": HCT}, minutes=1.5),
+    # FN-UCB trains M networks every round: 20 seeds cost as much as the rest of the comparison.
+    Study("compare-synthetic-fnucb", SYNTHETIC, ("fnucb",), full=Size((10_000,), 20), quick=Size((300,), 2),
+          minutes=1.5),
+    # KernelTS evaluates every candidate once per run: 10 x 10 candidates on the 2-D landmine box and
+    # 5 x 5 x 5 on the 3-D digits box keep that to the cost of the other algorithms' runs.
+    Study("compare-landmine", ("landmine",), COMPARED, full=Size((500,), 10, (4,)),
+          quick=Size((20,), 2, (2,)), params={"hct": HCT, "kernelts": {"num_candidates": 100}}, minutes=3.1),
+    Study("compare-covid", ("covid",), ("fedpne", "hct", "kernelts", "fed1ucb"), full=Size((10_000,), 100, (8,)),
+          quick=Size((300,), 4, (8,)), params={"hct": HCT}, minutes=0.6),
+    Study("compare-covid-fnucb", ("covid",), ("fnucb",), full=Size((10_000,), 20, (8,)), quick=Size((300,), 2, (8,)),
+          minutes=0.6),
+    Study("compare-digits", ("digits",), COMPARED, full=Size((300,), 8, (10,)), quick=Size((15,), 2, (3,)),
+          params={"hct": HCT, "kernelts": {"num_candidates": 125}}, minutes=2.1),
+    Study("arms", SYNTHETIC, ("fed1ucb",), full=Size((10_000,), 100), quick=Size((300,), 4),
+          grid={"fed1ucb": {"arms": (10, 30, 100, 300, 1000)}}, quick_grid={"fed1ucb": {"arms": (10, 100, 1000)}},
+          minutes=0.5),
+    Study("clients-synthetic", SYNTHETIC, ("fedpne",), full=Size((10_000,), 100, (1, 3, 10, 30, 100)),
+          quick=Size((300,), 4, (1, 10)), minutes=0.4),
+    Study("clients-landmine", ("landmine",), ("fedpne",), full=Size((500,), 5, (1, 2, 4, 8)),
+          quick=Size((20,), 2, (1, 2)), minutes=2.4),
+    Study("clients-covid", ("covid",), ("fedpne",), full=Size((10_000,), 100, (1, 2, 4, 8)),
+          quick=Size((300,), 4, (1, 8)), minutes=0.4),
+    Study("clients-digits", ("digits",), ("fedpne",), full=Size((300,), 8, (1, 2, 5, 10)),
+          quick=Size((15,), 2, (1, 3)), minutes=2.2),
+    Study("horizons-synthetic", SYNTHETIC, ("fedpne",), full=Size(_decades(2, 6), 100), quick=Size((100, 1000), 4),
+          minutes=0.5),
+    Study("horizons-landmine", ("landmine",), ("fedpne",), full=Size((30, 100, 300, 1000, 3000), 4, (4,)),
+          quick=Size((10, 30), 2, (2,)), minutes=4.0),
+    Study("horizons-covid", ("covid",), ("fedpne",), full=Size(_decades(2, 6), 100, (8,)),
+          quick=Size((100, 1000), 4, (8,)), minutes=1.2),
+    Study("privacy", SYNTHETIC, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
+          params={"fedpne": {"dp_delta": 0.1}},          # delta = 1/M, M = 10 (Thm. D.2's setting)
+          grid={"fedpne": {"dp_epsilon": (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)}}, minutes=0.1),
+    Study("heterogeneity", FOURIER, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4), minutes=0.1),
+    # BBO pools the clients' values as if they came from one objective, so differing optima mislead it.
+    Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=1.1),
+    Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
+          grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
+          minutes=0.1),
+]}
+
+
+# ---------------------------------------------------------------------------------------------- series
+
+SCHEMA = 1       # version of a figure's JSON layout; the summary skips files of another version
+
+
+def stats(values, axis: int = 0):
+    """Mean, std (ddof = 1; 0 for one run) and standard error over ``axis``, and the count.  NaN is an
+    error: a figure must never average a failed run away."""
+    values = np.asarray(values, np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("a figure's data hold NaN or inf (an unfinished or failed run)")
+    n = values.shape[axis]
+    mean = values.mean(axis=axis)
+    std = values.std(axis=axis, ddof=1) if n > 1 else np.zeros_like(mean)
+    return mean, std, std / math.sqrt(n), n
+
+
+def curve(res, i: int, label: str, key) -> dict:
+    """Configuration i's regret curve: mean ± std over seeds at the checkpoints, and its final regret."""
+    mean, std, err, n = stats(res.curves[i])
+    fmean, fstd, ferr, _ = stats(res.final_regret[i])
+    return {"key": key, "label": label, "config": res.configs[i], "x": res.checkpoints[i].tolist(),
+            "mean": mean.tolist(), "std": std.tolist(), "stderr": err.tolist(), "runs": n,
+            "final": {"mean": float(fmean), "std": float(fstd), "stderr": float(ferr)}}
+
+
+def points(key, label, x, samples) -> dict:
+    """A series of per-x samples (list of (S,) arrays): mean ± std and standard error at each x."""
+    s = [stats(v) for v in samples]
+    return {"key": key, "label": label, "x": list(x), "mean": [float(v[0]) for v in s],
+            "std": [float(v[1]) for v in s], "stderr": [float(v[2]) for v in s], "runs": s[0][3]}
+
+
+def _one(res, **labels) -> int:
+    found = res.find(**labels)
+    if len(found) != 1:
+        raise ValueError(f"{res.path}: expected one configuration with {labels}, found {len(found)}")
+    return found[0]
+
+
+def _label(name: str) -> str:
+    return LABELS.get(name, name)
+
+
+def _algorithm_curves(results: list, objective: str, names) -> list[dict]:
+    """One curve per algorithm, from whichever study ran it on ``objective``."""
+    out = []
+    for name in names:
+        holders = [res for res in results if res.find(objective=objective, algorithm=name)]
+        if len(holders) > 1:
+            raise ValueError(f"{name} on {objective} is in several studies: {[r.path for r in holders]}")
+        if holders:
+            res = holders[0]
+            out.append(curve(res, _one(res, objective=objective, algorithm=name), _label(name), name))
+    return out
+
+
+def _regret_panel(objective, title, series, ylabel=REGRET_AXIS) -> dict:
+    ends = {s["x"][-1] for s in series}
+    if len(ends) > 1:
+        # Final regrets are compared across a panel: every curve must end at the same T.
+        raise ValueError(f"{title}: the curves end at different horizons {sorted(ends)}")
+    return {"objective": objective, "title": title, "kind": "curves", "band": "std", "xlabel": "round t",
+            "ylabel": ylabel, "series": series}
+
+
+def _by_parameter(res, objective, name, label) -> list[dict]:
+    """Curves of the configurations of ``objective`` that differ in parameter ``name``."""
+    return [curve(res, j, f"{label} = {res.configs[j][name]}", None) for j in res.find(objective=objective)]
+
+
+def _final_points(objective, title, xlabel, series, **extra) -> dict:
+    return {"objective": objective, "title": title, "kind": "points", "band": "stderr", "xlabel": xlabel,
+            "ylabel": "final regret R(T)/M", "series": series, **extra}
+
+
+# --------------------------------------------------------------------------------------------- figures
+
+SOURCES = {"garland": ("synthetic",), "doublesine": ("synthetic",), "landmine": ("landmine",),
+           "covid": ("covid",), "digits": ("digits",)}
+
+
+def _studies(r, prefix: str, objective: str) -> list:
+    """The studies named ``prefix-<source>`` (and ``prefix-<source>-fnucb``) that hold ``objective``."""
+    out = []
+    for source in SOURCES[objective]:
+        out += [r[name] for name in (f"{prefix}-{source}", f"{prefix}-{source}-fnucb") if name in r]
+    return out
+
+
+def _fig3(r) -> list[dict]:
+    return [_regret_panel(o, TITLES[o], _algorithm_curves(_studies(r, "compare", o), o, COMPARED))
+            for o in SYNTHETIC + REAL]
+
+
+def _fig6(r) -> list[dict]:
+    return [_regret_panel(o, TITLES[o], _algorithm_curves([r["compare-synthetic"]], o, ("fedpne", "hct", "bo", "bbo")))
+            for o in SYNTHETIC]
+
+
+def _arms(r) -> list[dict]:
+    return [_regret_panel(o, f"Fed1-UCB on {TITLES[o]}", _by_parameter(r["arms"], o, "arms", "K")) for o in SYNTHETIC]
+
+
+def _clients(r) -> list[dict]:
+    return [_regret_panel(o, f"Fed-PNE on {TITLES[o]}", _by_parameter(_studies(r, "clients", o)[0], o, "num_clients", "M"))
+            for o in SYNTHETIC + REAL]
+
+
+def _communication(r) -> list[dict]:
+    rounds, uploads = [], []
+    for o in SYNTHETIC + REAL:
+        res = _studies(r, "horizons", o)[0]
+        index = res.find(objective=o)
+        T = [res.configs[j]["horizon"] for j in index]
+        M = res.configs[index[0]]["num_clients"]
+        for panels, metric, ylabel, scale in [(rounds, "phases", "communication rounds (phases)", 1),
+                                              (uploads, "uploads", "uploaded values per client", M)]:
+            # The uploads metric counts every client's values; per client is the paper's measure.
+            panels.append({"objective": o, "metric": metric, "num_clients": M, "title": f"{TITLES[o]} (M = {M})",
+                           "kind": "points", "band": "std", "xlabel": "horizon T (rounds)", "ylabel": ylabel,
+                           "xscale": "log", "series": [points("fedpne", "Fed-PNE", T,
+                                                              [res.metrics[metric][j] / scale for j in index])]})
+    return rounds + uploads
+
+
+def _digits(r) -> list[dict]:
+    ylabel = "cumulative regret Σ(1 − accuracy)"
+    res = r["compare-digits"]
+    a = _regret_panel("digits", f"algorithms, M = {res.definition['clients'][0]}",
+                      _algorithm_curves([res], "digits", COMPARED), ylabel)
+    b = _regret_panel("digits", "Fed-PNE, several M", _by_parameter(r["clients-digits"], "digits", "num_clients", "M"),
+                      ylabel)
+    return [a, b]
+
+
+def _privacy(r) -> list[dict]:
+    res, base = r["privacy"], r["compare-synthetic"]
+    panels = []
+    for o in SYNTHETIC:
+        index = res.find(objective=o)
+        eps = [res.configs[j]["dp_epsilon"] for j in index]
+        mean, std, err, n = stats(base.final_regret[_one(base, objective=o, algorithm="fedpne")])
+        reference = {"label": "Fed-PNE without DP", "mean": float(mean), "std": float(std), "stderr": float(err),
+                     "runs": n}
+        panels.append(_final_points(o, TITLES[o], "privacy budget ε (δ = 1/M)",
+                                    [points("dp-fedpne", "DP-Fed-PNE", eps, [res.final_regret[j] for j in index])],
+                                    xscale="log", reference=reference,
+                                    lines=[{"x": [min(eps), max(eps)], "y": [float(mean)] * 2,
+                                            "label": f"Fed-PNE without DP ({float(mean):.4g})"}]))
+    return panels
+
+
+def _heterogeneity(r) -> list[dict]:
+    panels = []
+    for o in SYNTHETIC:
+        series = []
+        for res in (r["heterogeneity"], r["heterogeneity-bbo"]):
+            index = res.find(objective=o)
+            name = res.configs[index[0]]["algorithm"]
+            series.append(points(name, _label(name), [res.configs[j]["amplitude"] for j in index],
+                                 [res.final_regret[j] for j in index]))
+        if series[0]["x"] != series[1]["x"] or _horizon(r, "heterogeneity", o) != _horizon(r, "heterogeneity-bbo", o):
+            raise ValueError(f"heterogeneity on {o}: the algorithms ran different amplitudes or horizons")
+        panels.append(_final_points(o, TITLES[o], "amplitude of the clients' Fourier perturbations", series,
+                                    xscale="symlog", linthresh=0.1, xticks=series[0]["x"]))
+    return panels
+
+
+def _horizon(r, study, objective) -> int:
+    res = r[study]
+    return res.configs[res.find(objective=objective)[0]]["horizon"]
+
+
+def slope(T, final_regret, draws: int = 200) -> dict:
+    """Least-squares slope of log mean regret against log T.  Its standard error combines a bootstrap
+    over seeds (fixed resampling seed: the same data give the same numbers) with the fit's own
+    residual error (a power law that does not fit is uncertain even with many seeds)."""
+    logT = np.log(np.asarray(T, float))
+    data = np.stack([np.asarray(f, float) for f in final_regret])       # (len(T), S)
+    y = np.log(data.mean(axis=1))
+    (b, a) = np.polyfit(logT, y, 1)
+    rng = np.random.default_rng(0)
+    S = data.shape[1]
+    boot = np.std([np.polyfit(logT, np.log(data[:, rng.integers(0, S, S)].mean(axis=1)), 1)[0]
+                   for _ in range(draws)], ddof=1) if S > 1 else 0.0
+    resid = 0.0
+    if logT.size > 2:
+        sse = ((y - (a + b * logT)) ** 2).sum() / (logT.size - 2)
+        resid = math.sqrt(sse / ((logT - logT.mean()) ** 2).sum())
+    return {"slope": float(b), "intercept": float(a), "stderr": float(math.hypot(boot, resid)), "points": int(logT.size)}
+
+
+def upper_slope(T, final_regret, draws: int = 200) -> dict:
+    """:func:`slope` over the horizons from the geometric middle of the range up (at least two):
+    Thm. 3.1's rate is asymptotic, the M-dependent first term of its bound weighs on small T."""
+    T = np.asarray(T, float)
+    keep = T >= np.sqrt(T.min() * T.max())
+    if keep.sum() < 2:
+        keep[-2:] = True
+    fit = slope(T[keep], [f for f, k in zip(final_regret, keep) if k], draws)
+    return dict(fit, from_T=int(T[keep].min()), to_T=int(T.max()))
+
+
+def _rate(r) -> list[dict]:
+    res = r["horizons-synthetic"]
+    panels = []
+    for o in SYNTHETIC:
+        index = res.find(objective=o)
+        T = np.array([res.configs[j]["horizon"] for j in index])
+        finals = [res.final_regret[j] for j in index]
+        fit = upper_slope(T, finals)
+        fitted = T[T >= fit["from_T"]]
+        lines = [{"x": fitted.tolist(), "y": np.exp(fit["intercept"] + fit["slope"] * np.log(fitted)).tolist(),
+                  "style": "-", "label": f"fit for T ≥ {fit['from_T']:,}: slope {fit['slope']:.3f} ± {fit['stderr']:.3f}"}]
+        y0 = float(np.mean(finals[0]))
+        for d, style in [(0, "--"), (1, ":")]:
+            rate = (d + 1) / (d + 2)
+            # Reference lines start at the first point so only the slopes are compared.
+            lines.append({"x": [float(T[0]), float(T[-1])], "y": [y0, y0 * (T[-1] / T[0]) ** rate], "style": style,
+                          "label": f"$T^{{(d+1)/(d+2)}}$, d = {d}: slope {rate:.3g}"})
+        panels.append(_final_points(o, f"{TITLES[o]}, M = {res.definition['clients'][0]}", "horizon T (rounds)",
+                                    [points("fedpne", "Fed-PNE", T.tolist(), finals)], xscale="log", yscale="log",
+                                    lines=lines, fit=fit))
+    return panels
+
+
+def _sensitivity(r) -> list[dict]:
+    res = r["sensitivity"]
+    grid = res.definition["per_algorithm"]["fedpne"]["grid"]
+    cs, rhos = grid["c"], grid["rho"]
+    series = [points(None, f"ρ = {rho:g}", cs, [res.final_regret[_one(res, c=c, rho=rho)] for c in cs]) for rho in rhos]
+    for s, rho in zip(series, rhos):
+        s["rho"] = rho
+    return [{"objective": "garland", "title": f"Fed-PNE on Garland, M = {res.definition['clients'][0]}, "
+                                              f"T = {res.definition['horizon'][0]:,}: final regret R(T)/M",
+             "kind": "heatmap", "band": "stderr", "xlabel": "confidence constant c", "ylabel": "smoothness ρ",
+             "colorbar": "mean final regret R(T)/M", "series": series}]
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    name: str
+    title: str
+    studies: tuple
+    panels: Callable              # {study name: SweepResults} -> list of panel dicts
+    columns: int = 4
+    paper: str = ""               # where the paper shows it ("" for new studies)
+    panel_width: float = 4.0      # inches
+
+
+FIGURES = {f.name: f for f in [
+    Figure("fig3", "Cumulative regret on the synthetic functions and the real-life datasets (per client for the "
+                   "federated algorithms; mean ± 1 std)",
+           ("compare-synthetic", "compare-synthetic-fnucb", "compare-landmine", "compare-covid",
+            "compare-covid-fnucb"), _fig3, paper="Figure 3"),
+    Figure("fig6", "Fed-PNE, HCT and Bayesian optimisation on the synthetic functions\n(per client for the federated "
+                   "algorithms; mean ± 1 std)",
+           ("compare-synthetic",), _fig6, columns=2, paper="Figure 6 (App. E)"),
+    Figure("arms", "Fed1-UCB with K grid arms (per-client regret, mean ± 1 std)", ("arms",), _arms, columns=2,
+           paper="App. E, Fed1-UCB with K arms"),
+    Figure("clients", "Fed-PNE's per-client regret for several numbers of clients M (mean ± 1 std)",
+           ("clients-synthetic", "clients-landmine", "clients-covid"), _clients, paper="App. E, benefit of many clients"),
+    Figure("communication", "Fed-PNE's communication: rounds (top) and uploaded values per client (bottom) "
+                            "vs T (mean ± 1 std)",
+           ("horizons-synthetic", "horizons-landmine", "horizons-covid"), _communication,
+           paper="App. E, communication"),
+    Figure("digits", "Tuning an MLP on handwritten digits\n(per client for the federated algorithms; mean ± 1 std)", ("compare-digits", "clients-digits"),
+           _digits, columns=2, paper="App. E, MNIST"),
+    Figure("privacy", "DP-Fed-PNE: final regret vs privacy budget (mean ± 1 s.e.)", ("privacy", "compare-synthetic"),
+           _privacy, columns=2),
+    Figure("heterogeneity", "Clients with differing optima: regret on the global objective (mean ± 1 s.e.)",
+           ("heterogeneity", "heterogeneity-bbo"), _heterogeneity, columns=2),
+    Figure("rate", "Regret growth in T against the (d+1)/(d+2) rate (mean ± 1 s.e., log-log)",
+           ("horizons-synthetic",), _rate, columns=2),
+    Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ", ("sensitivity",), _sensitivity, columns=1,
+           panel_width=6.5),
+]}
+NAMES = tuple(FIGURES)
+
+
+def studies_of(names) -> list[str]:
+    """The studies the figures need, each once, in a stable order."""
+    out = []
+    for name in names:
+        for study in FIGURES[name].studies:
+            if study not in out:
+                out.append(study)
+    return out
+
+
+def build(name: str, results: dict) -> dict:
+    """Figure ``name`` as data: title, panels (each a list of series), the studies' definitions."""
+    figure = FIGURES[name]
+    panels = figure.panels({s: results[s] for s in figure.studies})
+    if len(panels) > 1:
+        for i, panel in enumerate(panels):
+            panel["title"] = f"({'abcdefghijklmnopqrstuvwxyz'[i]}) {panel['title']}"
+    return {"schema": SCHEMA, "figure": name, "title": figure.title, "paper": figure.paper, "columns": figure.columns,
+            "panel_width": figure.panel_width, "panels": panels,
+            "studies": {s: {"path": results[s].path, "hash": results[s].hash, "definition": results[s].definition}
+                        for s in figure.studies}}
+
+
+def rows(figure: dict) -> list[dict]:
+    """The figure's numbers as flat rows (the CSV file): one per panel, series and x."""
+    out = []
+    for panel in figure["panels"]:
+        for s in panel["series"]:
+            for j, x in enumerate(s["x"]):
+                out.append({"figure": figure["figure"], "panel": panel["title"], "series": s["label"],
+                            "algorithm": s.get("key") or "", "x": x, "mean": s["mean"][j], "std": s["std"][j],
+                            "stderr": s["stderr"][j], "runs": s["runs"]})
+    return out

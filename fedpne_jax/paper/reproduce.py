@@ -1,0 +1,140 @@
+"""``fedpne reproduce FIGURE|all``: run the studies a figure needs (resumable sweeps), then write its
+data (JSON and CSV), its PNG and ``SUMMARY.md``.
+
+Layout of ``--out`` (default ``results``); quick mode writes the same layout under ``OUT/quick``
+and ``--seeds N`` under ``OUT/seeds-N`` (``OUT/quick-seeds-N``), so runs of different sizes never mix::
+
+    sweeps/<study>/            one sweep folder per study: an interrupted reproduce resumes there
+    timing.json                wall seconds each study took to compute (summed over resumed sessions)
+    figures/<figure>.json      the figure's numbers, the studies' definitions, device and timing
+    figures/<figure>.csv       the same numbers as rows (panel, series, x, mean, std, stderr, runs)
+    figures/<figure>.png       the plot (needs matplotlib: the ``plot`` extra)
+    SUMMARY.md                 final regrets, winners, communication and the paper's claims, from the JSON
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+from fedpne_jax.paper import figures as figs
+from fedpne_jax.core.errors import MissingExtra
+
+
+def folder(out: str, quick: bool, seeds: int | None) -> str:
+    """Where a run of this size writes (see the module docstring)."""
+    name = "-".join((["quick"] if quick else []) + ([f"seeds-{seeds}"] if seeds is not None else []))
+    return os.path.join(out, name) if name else out
+
+
+def resolve(names) -> list[str]:
+    """Figure names from the command line ('all' or names); an unknown name is an error naming the choices."""
+    names = [names] if isinstance(names, str) else list(names)
+    if not names:
+        raise ValueError(f"name a figure or 'all'; the figures are {', '.join(figs.NAMES)}")
+    if "all" in names:
+        return list(figs.NAMES)
+    unknown = [n for n in names if n not in figs.FIGURES]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {', '.join(map(repr, unknown))}; the figures are "
+                         f"{', '.join(figs.NAMES)} or all")
+    return list(dict.fromkeys(names))
+
+
+def expected_minutes(names, seeds: int | None = None) -> float:
+    """The full mode's measured run time on a 2-core CPU, scaled to ``seeds`` (studies shared by
+    figures counted once)."""
+    total = 0.0
+    for s in figs.studies_of(names):
+        study = figs.STUDIES[s]
+        total += study.minutes * (1.0 if seeds is None else seeds / study.full.seeds)
+    return total
+
+
+TIMING = "timing.json"      # per study: wall seconds spent computing it, summed over the sessions that did
+
+
+def study_seconds(base: str) -> dict:
+    """{study: wall seconds} recorded in ``base/timing.json`` (empty before the first study ran)."""
+    from fedpne_jax.experiments.store import read_json
+    path = os.path.join(base, TIMING)
+    return read_json(path) if os.path.exists(path) else {}
+
+
+def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int | None = None,
+              progress: bool = True, memory_gb: float | None = None, devices=None, plot: bool = True,
+              overwrite: bool = False, log=print) -> dict:
+    """Run the studies of the figures ``names``, writing each figure's data and PNG as soon as its
+    studies are done, then the summary.  Returns {figure: path of its JSON}.  ``plot=False`` (or no
+    matplotlib) writes the data only.  ``overwrite``: rerun a study whose folder holds another
+    definition (one written by another version of the study) instead of refusing."""
+    from fedpne_jax.experiments.load import load_sweep
+    from fedpne_jax.core.result import device_name, versions
+    from fedpne_jax.experiments.runner import run_sweep
+    from fedpne_jax.experiments import store, sweep as sweep_lib
+    from fedpne_jax.paper import summary
+
+    names = resolve(names)
+    if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2):
+        raise ValueError(f"--seeds must be an integer >= 2 (a standard deviation needs two runs), got {seeds!r}")
+    studies = figs.studies_of(names)
+    # A bad definition must fail now, not after hours of other studies.
+    definitions = {s: sweep_lib.load(figs.STUDIES[s].definition(quick, seeds)) for s in studies}
+    if plot:
+        try:
+            from fedpne_jax.paper.plot import pyplot
+            pyplot()
+        except MissingExtra as err:
+            log(f"fedpne reproduce: {err}; writing the data only")
+            plot = False
+    base = folder(out, quick, seeds)
+    minutes = 0.0 if quick else expected_minutes(names, seeds)
+    runs = sum(d.num_runs for d in definitions.values())
+    log(f"fedpne reproduce: {', '.join(names)} — {len(studies)} studies, {runs:,} runs into {base}"
+        + (f"; about {minutes:.0f} min on a 2-core CPU (less where sweeps are already done)" if minutes else ""))
+    os.makedirs(os.path.join(base, "figures"), exist_ok=True)
+    results, written, timing = {}, {}, study_seconds(base)
+    for name in names:
+        for study in figs.FIGURES[name].studies:
+            if study in results:
+                continue
+            path = os.path.join(base, "sweeps", study)
+            report = run_sweep(definitions[study], path, memory_gb=memory_gb, devices=devices, progress=progress,
+                               label=study, overwrite=overwrite)
+            if report.runs_computed:
+                timing[study] = timing.get(study, 0.0) + report.seconds
+                store.write_json(os.path.join(base, TIMING), timing)
+                log(f"  {study}: {report.summary().splitlines()[0]}")
+            results[study] = load_sweep(path)
+        data = figs.build(name, results)
+        data["run"] = {"mode": "quick" if quick else "full", "seeds": seeds, "device": device_name(),
+                       "versions": versions(), "command": _command(name, quick, seeds, out),
+                       "seconds": {s: timing.get(s, 0.0) for s in figs.FIGURES[name].studies}}
+        stem = os.path.join(base, "figures", name)
+        # allow_nan=False: figures.stats refuses NaN already, and the file must stay valid JSON.
+        store.write_json(stem + ".json", data, allow_nan=False)
+        write_csv(data, stem + ".csv")
+        if plot:
+            from fedpne_jax.paper.plot import draw
+            draw(data, stem + ".png")
+        written[name] = stem + ".json"
+        log(f"  wrote {stem}.json, .csv" + (", .png" if plot else ""))
+    log(f"  wrote {summary.write(base)}")
+    return written
+
+
+def _command(name, quick, seeds, out) -> str:
+    return " ".join(["fedpne reproduce", name] + (["--quick"] if quick else []) +
+                    ([f"--seeds {seeds}"] if seeds is not None else []) + [f"--out {out}"])
+
+
+def write_csv(data: dict, path: str) -> None:
+    from fedpne_jax.experiments.store import write_atomic
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=["figure", "panel", "series", "algorithm", "x", "mean", "std",
+                                                "stderr", "runs"], lineterminator="\n")
+    writer.writeheader()
+    # repr keeps every digit, so the file's numbers are the run's numbers.
+    writer.writerows({k: repr(v) if isinstance(v, float) else v for k, v in row.items()} for row in figs.rows(data))
+    text = buffer.getvalue().encode()
+    write_atomic(path, lambda fh: fh.write(text))
