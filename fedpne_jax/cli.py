@@ -5,9 +5,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fedpne_jax.core import registry as algorithms
-from fedpne_jax.core.config import NOISE_KINDS, PULLS, SAMPLINGS, SPLITS
+import dataclasses
+import os
+
+import jax
+
+import objectives
+from fedpne_jax.algorithms.fedpne.config import PULLS, SAMPLINGS, SPLITS
+from fedpne_jax.core import registry, sharding
+from fedpne_jax.core.config import NOISE_KINDS, parse_noise
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
+from fedpne_jax.core.run import run
+from fedpne_jax.experiments import sweep as sweep_lib
+from fedpne_jax.experiments.load import load_sweep
+from fedpne_jax.experiments.runner import run_sweep
+from fedpne_jax.paper import figures
+from fedpne_jax.paper.plot import plot_results
+from fedpne_jax.paper.reproduce import reproduce
 
 # Options that map one-to-one onto config fields of the same name; None means "not given", so the
 # algorithm's own default applies and an option an algorithm does not have can be refused.
@@ -18,7 +32,7 @@ CONFIG_OPTIONS = ("nu", "rho", "c", "c1", "delta", "k", "split", "pull", "sampli
 def _run_parser(sub):
     p = sub.add_parser("run", help="run an algorithm (Fed-PNE by default) for a batch of seeds",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--algorithm", default="fedpne", choices=algorithms.NAMES)
+    p.add_argument("--algorithm", default="fedpne", choices=registry.NAMES)
     p.add_argument("--objective", default="garland", help="an objective of objectives.REGISTRY, e.g. garland, "
                    "doublesine, himmelblau, ackley, rastrigin, landmine, covid, digits")
     p.add_argument("--dim", type=int, default=None, help="dimension (ackley, rastrigin)")
@@ -92,7 +106,6 @@ def _sweep_parser(sub):
 
 
 def _reproduce_parser(sub):
-    from fedpne_jax.paper import figures
     lines = [f"  {name:14s} {f.paper or 'new'}: {f.title}" for name, f in figures.FIGURES.items()]
     p = sub.add_parser("reproduce", help="run the sweeps of a figure of the paper (or a new study) and plot it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -136,7 +149,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_reproduce(args) -> int:
-    from fedpne_jax.paper.reproduce import reproduce
     reproduce(args.figures, out=args.out, quick=args.quick, seeds=args.seeds, progress=not args.no_progress,
               memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot, overwrite=args.overwrite)
     return 0
@@ -144,13 +156,11 @@ def cmd_reproduce(args) -> int:
 
 def check_folder(option: str, path: str) -> None:
     """A file option's folder must exist: a run must not finish only to fail writing its output."""
-    import os
     if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         raise ValueError(f"{option}: the folder of {path!r} does not exist")
 
 
 def cmd_plot(args) -> int:
-    from fedpne_jax.paper.plot import plot_results
     check_folder("--out", args.out)
     path = plot_results(args.results, args.out, title=args.title, band=args.band,
                         xscale="log" if args.logx else "linear", yscale="log" if args.logy else "linear")
@@ -159,41 +169,33 @@ def cmd_plot(args) -> int:
 
 
 def parse_settings(items) -> dict:
-    """KEY=VALUE strings as a dict of parsed values (see algorithms.parse_value)."""
+    """KEY=VALUE strings as a dict of parsed values (see registry.parse_value)."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
-        out[key.strip().replace("-", "_")] = algorithms.parse_value(value)
+        out[key.strip().replace("-", "_")] = registry.parse_value(value)
     return out
 
 
 def run_config(args, num_clients: int, horizon: int):
     """The algorithm's config from the options the user gave; the rest keep the algorithm's defaults."""
-    import dataclasses
-
     options = dict(horizon=horizon, noise=args.noise, checkpoints=args.checkpoints)
     options.update({name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None})
     options.update(parse_settings(args.set))
-    fields = {f.name for f in dataclasses.fields(algorithms.config_type(args.algorithm))}
+    fields = {f.name for f in dataclasses.fields(registry.config_type(args.algorithm))}
     if "num_clients" in fields:
         options.setdefault("num_clients", num_clients)
-    return algorithms.make_config(args.algorithm, **options)
+    return registry.make_config(args.algorithm, **options)
 
 
 def cmd_run(args) -> int:
-    import objectives
-
     if args.output:
         check_folder("--output", args.output)
     if args.no_grow and args.algorithm != "fedpne":
         raise ValueError("--no-grow applies to fedpne only (the baselines' tables have a fixed size)")
-    spec = objectives.spec(args.objective)
-    # Bernoulli rewards need values in [0, 1], which shifted synthetic functions leave.
-    bernoulli = args.noise.strip().lower() == "bernoulli"
-    heterogeneity = args.heterogeneity or ("none" if bernoulli and spec.kind == "synthetic"
-                                           else spec.default_heterogeneity)
+    heterogeneity = args.heterogeneity or objectives.default_heterogeneity(args.objective, parse_noise(args.noise)[0])
     clients, horizon = objectives.default_size(args.objective)
     clients = args.clients if args.clients is not None else clients
     horizon = args.horizon if args.horizon is not None else horizon
@@ -203,9 +205,7 @@ def cmd_run(args) -> int:
                                           **({} if args.amplitude is None else {"amplitude": args.amplitude}))
     extra = {"grow": not args.no_grow} if args.algorithm == "fedpne" else {}
     seeds = args.seeds if args.seeds is not None else objectives.default_seeds(args.objective)
-    result = algorithms.run(args.algorithm, config, objective, seeds=seeds, base_seed=args.seed,
-                            devices=_devices(args.devices), **extra)
-    import jax
+    result = run(config, objective, seeds=seeds, base_seed=args.seed, devices=_devices(args.devices), **extra)
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
         return 0
     print(result.summary())
@@ -216,22 +216,16 @@ def cmd_run(args) -> int:
 
 
 def _devices(spec: str):
-    from fedpne_jax.core import sharding
     return sharding.select_devices(spec)
 
 
 def cmd_sweep(args) -> int:
-    from fedpne_jax.experiments import sweep as sweep_lib
-    from fedpne_jax.experiments.load import load_sweep
-    from fedpne_jax.experiments.runner import run_sweep
-
     base = sweep_lib.read(args.file) if args.file else None
     raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
                                  grid=args.grid, base=base)
     report = run_sweep(raw, args.out, memory_gb=args.memory_gb, devices=_devices(args.devices),
                        progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite)
-    import jax
     if jax.process_index() == 0:
         print(report.summary())
         if report.configs <= 50:
@@ -245,8 +239,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if getattr(args, "distributed", False):
-            from fedpne_jax.core import sharding
-            sharding.initialize(args.coordinator, args.num_processes, args.process_id)
+                    sharding.initialize(args.coordinator, args.num_processes, args.process_id)
         commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot}
         return commands[args.command](args)
     except (ValueError, MissingExtra, CapacityError, ObjectiveError) as err:

@@ -152,8 +152,12 @@ def default_seeds(name: str) -> int:
     return spec(name).default_seeds
 
 
-def default_heterogeneity(name: str) -> str:
-    return spec(name).default_heterogeneity
+def default_heterogeneity(name: str, noise_kind: str | None = None) -> str:
+    """The heterogeneity an objective gets when none is asked for.  Bernoulli rewards need values in
+    [0, 1], which the synthetic functions' client shifts leave: with ``noise_kind`` 'bernoulli' they
+    get 'none'."""
+    s = spec(name)
+    return "none" if noise_kind == "bernoulli" and s.kind == "synthetic" else s.default_heterogeneity
 
 
 def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = None, seed: int = 0,

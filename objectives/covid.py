@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.ordered import pairwise_sum
+from objectives.ordered import pairwise_sum
 
 BETA, SIGMA, GAMMA = 0.4, 0.5, 1.0 / 13.0
 ALPHA_FULL = 0.9

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fedpne_jax.core.ordered import pairwise_sum
+from objectives.ordered import pairwise_sum
 
 MAX_CLIENTS = 10
 NUM_CLASSES = 10

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.ordered import pairwise_sum
+from objectives.ordered import pairwise_sum
 
 HETEROGENEITIES = ("none", "shift", "fourier")
 FOURIER_FEATURES = 16

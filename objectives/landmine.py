@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.ordered import pairwise_sum
+from objectives.ordered import pairwise_sum
 
 NUM_FIELDS = 29
 LO = (1e-4, 0.01)          # (C, gamma)

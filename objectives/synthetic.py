@@ -9,7 +9,7 @@ import math
 
 import jax.numpy as jnp
 
-from fedpne_jax.core.ordered import pairwise_mean, pairwise_sum
+from objectives.ordered import pairwise_mean, pairwise_sum
 
 
 def garland(x):

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
 import reference  # noqa: E402
-from fedpne_jax.algorithms.fedpne.engine import compiled_memory  # noqa: E402
+from fedpne_jax.core.run import compiled_memory  # noqa: E402
 from fedpne_jax.core.result import device_name, versions  # noqa: E402
 
 
@@ -55,7 +55,7 @@ def engine_row(M: int, T: int, seeds: int, repeats: int) -> dict:
     first = fp.run(config, objective, seeds=seeds)           # compiles (and grows capacity if needed)
     config = config.replace(capacity=first.capacity)
     times = [fp.run(config, objective, seeds=seeds).run_seconds for _ in range(repeats)]
-    mem = compiled_memory(config, objective, seeds, first.capacity)
+    mem = compiled_memory(config, objective, seeds)
     xla_bytes = mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes
     best = min(times)
     return dict(seeds=seeds, runs_per_second=seeds / best, seconds_per_run=best / seeds,

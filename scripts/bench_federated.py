@@ -32,8 +32,8 @@ import jax  # noqa: E402
 import objectives  # noqa: E402
 import reference  # noqa: E402
 import reference_fed1ucb  # noqa: E402
-from fedpne_jax.core import executor as driver  # noqa: E402
-from fedpne_jax.core.algorithm import run_algorithm  # noqa: E402
+from fedpne_jax.core import executor  # noqa: E402
+import fedpne_jax as fp  # noqa: E402
 from fedpne_jax.algorithms.arms import arm_grid as arms, fed1ucb, fnucb  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
 
@@ -46,8 +46,8 @@ def _problem(objective):
 
 
 def _engine(algorithm, config, objective, seeds: int, repeats: int):
-    first = run_algorithm(algorithm, config, objective, seeds=seeds)
-    best = min([first.run_seconds] + [run_algorithm(algorithm, config, objective, seeds=seeds).run_seconds
+    first = fp.run(config, objective, seeds=seeds)
+    best = min([first.run_seconds] + [fp.run(config, objective, seeds=seeds).run_seconds
                                       for _ in range(repeats - 1)])
     return best, first
 
@@ -71,7 +71,7 @@ def fnucb_reference_rate(config, objective) -> float:
     from test_fnucb import np_fnucb
     prob = _problem(objective)
     k = arms.per_dim(config.arms, objective.dim)
-    key = driver.seed_key(0, 0)
+    key = executor.seed_key(0, 0)
     points = reference_fed1ucb.grid(np.asarray(arms.start_offsets(key, 1), np.float64), prob.lo, prob.hi, k)
     X = (points - prob.lo) / (prob.hi - prob.lo)
     theta0 = np.asarray(fnucb.flatten(fnucb.init_net(jax.random.fold_in(key, fnucb.INIT_STREAM), 1, config.width)),

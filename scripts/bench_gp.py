@@ -33,8 +33,8 @@ import jax.numpy as jnp  # noqa: E402
 import objectives  # noqa: E402
 import reference  # noqa: E402
 import reference_gp  # noqa: E402
-from fedpne_jax.core import executor as driver  # noqa: E402
-from fedpne_jax.core.algorithm import run_algorithm  # noqa: E402
+from fedpne_jax.core import executor  # noqa: E402
+import fedpne_jax as fp  # noqa: E402
 from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernelts  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
 
@@ -51,10 +51,10 @@ def _setup(name: str, T: int):
 
 def jax_rate(name: str, T: int, seeds: int, repeats: int) -> dict:
     config, objective = _setup(name, T)
-    first = run_algorithm(MODULES[name].ALGORITHM, config, objective, seeds=seeds)
+    first = fp.run(config, objective, seeds=seeds)
     best = first.run_seconds
     for _ in range(repeats - 1):
-        best = min(best, run_algorithm(MODULES[name].ALGORITHM, config, objective, seeds=seeds).run_seconds)
+        best = min(best, fp.run(config, objective, seeds=seeds).run_seconds)
     pulls = seeds * T * getattr(config, "num_clients", 1)
     return dict(seconds=best, pulls_per_s=pulls / best, compile_seconds=first.compile_seconds,
                 final_regret_mean=float(first.final_regret.mean()))
@@ -63,7 +63,7 @@ def jax_rate(name: str, T: int, seeds: int, repeats: int) -> dict:
 def _reference_inputs(name: str, T: int):
     config, objective = _setup(name, T)
     static = MODULES[name].ALGORITHM.make_static(config, objective)
-    key = driver.seed_key(0, 0)
+    key = executor.seed_key(0, 0)
     unit = np.asarray(gp.unit_candidates(static, key), np.float64)
     f = reference.garland(np.asarray(gp.candidate_points(static, objective, key), np.float64))
     return config, objective, static, key, unit, f

@@ -38,8 +38,8 @@ import jax.numpy as jnp  # noqa: E402
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-from fedpne_jax.core import philox, pulls  # noqa: E402
-from fedpne_jax.algorithms.fedpne.engine import compiled_memory  # noqa: E402
+from fedpne_jax.core import counters, pulls  # noqa: E402
+from fedpne_jax.core.run import compiled_memory  # noqa: E402
 
 CASES = [(10, 10**5, 100), (100, 10**6, 10)]
 NOISE = "uniform:0.1"
@@ -56,7 +56,7 @@ def engine_case(M: int, T: int, seeds: int, pull: str, repeats: int) -> dict:
     first = fp.run(config, objective, seeds=seeds)
     config = config.replace(capacity=first.capacity)
     best = min(fp.run(config, objective, seeds=seeds).run_seconds for _ in range(repeats))
-    mem = compiled_memory(config, objective, seeds, first.capacity)
+    mem = compiled_memory(config, objective, seeds)
     return dict(seconds=best, compile_seconds=first.compile_seconds, capacity=first.capacity,
                 xla_buffers_mb=(mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes) / 2**20,
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -80,8 +80,8 @@ def floor_seconds(uniforms: int, generator: str, repeats: int = 3) -> float:
     else:
         def draw(i):
             q = i.astype(jnp.uint32) * jnp.uint32(slab // 4) + jnp.arange(slab // 4, dtype=jnp.uint32)
-            words = philox.philox4x32((q, 0, 0, 0), (jnp.uint32(1), jnp.uint32(2)))
-            return sum(philox.unit_floats(w) for w in words).sum()
+            words = counters.philox4x32((q, 0, 0, 0), (jnp.uint32(1), jnp.uint32(2)))
+            return sum(counters.unit_floats(w) for w in words).sum()
     fn = jax.jit(lambda: jax.lax.fori_loop(0, slabs, lambda i, acc: acc + draw(i), jnp.float32(0)))
     jax.block_until_ready(fn())
     best = np.inf

@@ -50,6 +50,8 @@ def sweep_row(seeds: int, memory_gb: float, devices: str = "all", repeats: int =
     and the fastest execution counts, as this machine's load moves single timings by tens of percent."""
     import jax
     import fedpne_jax as fp
+    from fedpne_jax.core import executor
+from fedpne_jax.core import executor
     from fedpne_jax.core.result import device_name
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -75,23 +77,24 @@ def sweep_row(seeds: int, memory_gb: float, devices: str = "all", repeats: int =
 def grid_row(seeds: int, repeats: int = 1) -> dict:
     import fedpne_jax as fp
     import objectives
-    from fedpne_jax.algorithms.fedpne.plan import depth_limit, initial_capacity
+    from fedpne_jax.algorithms.fedpne.plan import plan
+    from fedpne_jax.core import executor
     from fedpne_jax.core.result import device_name
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     config = fp.FedPNEConfig(num_clients=M, horizon=T, noise="gaussian:0.1", checkpoints=CHECKPOINTS)
     configs = fp.grid_product(config, c=GRID_C)
     objective = objectives.make_objective("garland", M)
-    traces = fp.trace_count()
+    traces = executor.trace_count()
     start = time.perf_counter()
     results = fp.run_grid(configs, objective, seeds=seeds)
     wall = time.perf_counter() - start
-    compilations = fp.trace_count() - traces
+    compilations = executor.trace_count() - traces
     run_s = sum(r.run_seconds for r in results)
     compile_s = sum(r.compile_seconds for r in results)
     for _ in range(repeats - 1):
         run_s = min(run_s, sum(r.run_seconds for r in fp.run_grid(configs, objective, seeds=seeds)))
-    separate = len({(depth_limit(c), initial_capacity(c)) for c in configs})
+    separate = len({(plan(c).depth_limit, plan(c).initial_capacity) for c in configs})
     runs = seeds * len(configs)
     return dict(kind="grid", seeds=runs, device=device_name(), devices=1, grid_points=len(configs),
                 seeds_per_point=seeds, compilations=compilations, programs_if_separate=separate,

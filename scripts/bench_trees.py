@@ -31,7 +31,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import objectives  # noqa: E402
-from fedpne_jax.core.algorithm import run_algorithm  # noqa: E402
+import fedpne_jax as fp  # noqa: E402
 from fedpne_jax.algorithms.trees import hct, hoo  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
 from reference import FUNCTIONS  # noqa: E402
@@ -90,8 +90,8 @@ def numpy_rate(name: str, T: int, runs: int):
 
 def batched(name: str, config, objective, seeds: int, repeats: int) -> dict:
     algorithm = hct.ALGORITHM if name.startswith("hct") else hoo.ALGORITHM
-    first = run_algorithm(algorithm, config, objective, seeds=seeds)       # compiles
-    times = [first.run_seconds] + [run_algorithm(algorithm, config, objective, seeds=seeds).run_seconds
+    first = fp.run(config, objective, seeds=seeds)       # compiles
+    times = [first.run_seconds] + [fp.run(config, objective, seeds=seeds).run_seconds
                                    for _ in range(repeats - 1)]
     best = min(times)
     return dict(name=name, seeds=seeds, T=config.horizon, seconds=best, pulls_per_s=seeds * config.horizon / best,

@@ -21,7 +21,6 @@ sys.path.insert(0, ROOT)
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-from fedpne_jax.core import registry as algorithms  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "data", "behaviour.npz")
 SEEDS = 3
@@ -72,8 +71,8 @@ def collect() -> dict:
         _store(out, f"grid/{i}", result)
     for name, kw in BASELINES.items():
         algorithm = name.partition("-")[0]
-        config = algorithms.make_config(algorithm, checkpoints=7, **kw)
-        _store(out, f"baseline/{name}", algorithms.run(algorithm, config, _objective(), seeds=SEEDS, base_seed=2))
+        config = fp.make_config(algorithm, checkpoints=7, **kw)
+        _store(out, f"baseline/{name}", fp.run(config, _objective(), seeds=SEEDS, base_seed=2))
     definition = {"objectives": [{"name": "garland"}], "algorithms": ["fedpne", "hct"], "clients": [M],
                   "horizon": [500], "seeds": SEEDS, "base_seed": 4, "params": {"checkpoints": 5},
                   "fedpne": {"grid": {"c": [0.1, 0.3]}}}

@@ -9,7 +9,8 @@ import fedpne_jax as fp
 import objectives
 import reference
 from fedpne_jax.algorithms.fedpne import partition
-from fedpne_jax.algorithms.fedpne.engine import run_keys, seed_key
+from fedpne_jax.algorithms.fedpne.engine import run_keys
+from fedpne_jax.core.executor import seed_key
 
 
 def reference_problem(objective) -> reference.RefProblem:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.algorithms.fedpne.plan import initial_capacity
+from fedpne_jax.algorithms.fedpne.plan import plan
 from helpers import make
 
 CONFIG = fp.FedPNEConfig(num_clients=4, horizon=5_000, noise="gaussian:0.1", split="random")
@@ -37,5 +37,5 @@ def test_overflow_raises_without_growth(objective):
 def test_default_capacity_holds_the_first_phase_children():
     cfg = fp.FedPNEConfig(num_clients=100, horizon=10**6)
     # tau_h = ceil(0.01 * log(1e8) * 4^h) = 1, 1, 3, 12, 48: |K| grows to 16 before 16 * 48 > 100.
-    assert initial_capacity(cfg) == 32
-    assert initial_capacity(cfg.replace(capacity=5)) == 5
+    assert plan(cfg).initial_capacity == 32
+    assert plan(cfg.replace(capacity=5)).initial_capacity == 5

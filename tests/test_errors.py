@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import pytest
 
 import fedpne_jax as fp
+from fedpne_jax.core import executor
 import objectives
 from fedpne_jax.cli import main
 
@@ -73,7 +74,7 @@ def test_bad_objective_inputs():
 
 def test_run_checks_before_compiling():
     # checkpoints=13 appears in no other test: a check that ran only after compiling would trace anew.
-    traces = fp.trace_count()
+    traces = executor.trace_count()
     with pytest.raises(ValueError, match="num_clients"):
         fp.run(fp.FedPNEConfig(num_clients=4, checkpoints=13), objectives.make_objective("garland", 3))
     cfg = fp.FedPNEConfig(num_clients=3, checkpoints=13)
@@ -92,7 +93,7 @@ def test_run_checks_before_compiling():
         fp.run(cfg.replace(noise="bernoulli"), garland)
     with pytest.raises(ValueError, match="raise c or lower rho"):
         fp.run(cfg.replace(rho=0.99), garland)
-    assert fp.trace_count() == traces
+    assert executor.trace_count() == traces
 
 
 def _nan_objective(M, f_star=1.0):

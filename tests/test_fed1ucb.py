@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import reference_fed1ucb as ref
-from fedpne_jax.core import registry as algorithms, executor as driver
-from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.core import executor
+import fedpne_jax as fp
 from fedpne_jax.algorithms.arms import arm_grid as arms
 from fedpne_jax.algorithms.arms.fed1ucb import ALGORITHM, Fed1UCBConfig
 from fedpne_jax.core.errors import FLAG_NONFINITE, FLAG_RANGE, ObjectiveError
@@ -29,7 +29,7 @@ SEEDS = 200
 def engine(config, objective, seeds, base_seed=0):
     """All of run_single's outputs (also ``eliminated``, which RunResult does not carry)."""
     static, params = ALGORITHM.make_static(config, objective), ALGORITHM.make_params(config)
-    out, _, _ = driver.execute(ALGORITHM.run_single, static, params, objective, base_seed, np.asarray(seeds))
+    out, _, _ = executor.execute(ALGORITHM.run_single, static, params, objective, base_seed, np.asarray(seeds))
     return out
 
 
@@ -45,7 +45,7 @@ def reference_run(config, objective, offsets=None, rng=None):
 
 
 def offsets_of(seed, dim, base_seed=0):
-    return np.asarray(arms.start_offsets(driver.seed_key(base_seed, seed), dim), np.float64)
+    return np.asarray(arms.start_offsets(executor.seed_key(base_seed, seed), dim), np.float64)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def garland():
 
 @pytest.fixture(scope="module")
 def noisy(garland):
-    return run_algorithm(ALGORITHM, NOISY, garland, seeds=SEEDS)
+    return fp.run(NOISY, garland, seeds=SEEDS)
 
 
 def test_grid_matches_reference():
@@ -111,7 +111,7 @@ def test_uniform_noise_matches_reference(garland):
     """Uniform noise draws every pull (per active arm); sigma = a / sqrt(3)."""
     config = NOISY.replace(noise="uniform:0.8")
     assert config.sigma_value == pytest.approx(0.8 / math.sqrt(3))
-    res = run_algorithm(ALGORITHM, config, garland, seeds=SEEDS)
+    res = fp.run(config, garland, seeds=SEEDS)
     rng = np.random.default_rng(7)
     refs = [reference_run(config, garland, rng=rng) for _ in range(SEEDS)]
     assert abs(two_sample_z(res.final_regret, [r.final_regret for r in refs])) < 4
@@ -120,7 +120,7 @@ def test_uniform_noise_matches_reference(garland):
 
 def test_seed_alone_equals_batch(garland, noisy):
     for seed in (5, 151):
-        alone = run_algorithm(ALGORITHM, NOISY, garland, seeds=[seed])
+        alone = fp.run(NOISY, garland, seeds=[seed])
         np.testing.assert_array_equal(alone.curves[0], noisy.curves[seed])
         for name in ALGORITHM.metrics:
             np.testing.assert_array_equal(alone.metrics[name][0], noisy.metrics[name][seed])
@@ -134,7 +134,7 @@ def test_regret_sublinear_on_garland(noisy):
 
 
 def test_registry_and_json(garland, tmp_path):
-    res = algorithms.run("fed1ucb", NOISY.replace(horizon=300), garland, seeds=[5])
+    res = fp.run(NOISY.replace(horizon=300), garland, seeds=[5])
     assert res.algorithm == "fed1ucb" and res.recommendation.shape == (1, 1)
     assert res.config["pulls_per_phase"] == math.ceil(math.log(300)) and res.config["sigma"] == 0.5
     res.write_json(tmp_path / "r.json")
@@ -152,13 +152,13 @@ def test_bad_parameters_are_refused(field, value):
 
 def test_bad_combinations_are_refused(garland):
     with pytest.raises(ValueError, match="num_clients"):
-        run_algorithm(ALGORITHM, NOISY.replace(num_clients=4), garland)
+        fp.run(NOISY.replace(num_clients=4), garland)
     with pytest.raises(ValueError, match="arms"):     # 100^2 grid points in D = 2 is fine; 300^2 is not
-        run_algorithm(ALGORITHM, NOISY.replace(arms=300), make("himmelblau", M, dim=2))
+        fp.run(NOISY.replace(arms=300), make("himmelblau", M, dim=2))
     with pytest.raises(ValueError, match="bernoulli"):
-        run_algorithm(ALGORITHM, NOISY.replace(noise="bernoulli"), make("himmelblau", M, dim=2))
+        fp.run(NOISY.replace(noise="bernoulli"), make("himmelblau", M, dim=2))
     with pytest.raises(ValueError, match="config"):
-        run_algorithm(ALGORITHM, object(), garland)
+        fp.run(object(), garland)
 
 
 def test_objective_errors(garland):
@@ -168,7 +168,7 @@ def test_objective_errors(garland):
     shift[1] = np.nan
     bad = dataclasses.replace(garland, data={"shift": jnp.asarray(shift)})
     with pytest.raises(ObjectiveError, match="garland.*NaN"):
-        run_algorithm(ALGORITHM, NOISY.replace(horizon=300), bad, seeds=[0])
+        fp.run(NOISY.replace(horizon=300), bad, seeds=[0])
 
 
 def test_flags_of_pulled_arms_only():

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import reference_fed1ucb as ref_arms
-from fedpne_jax.core import executor as driver
-from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.core import executor
+import fedpne_jax as fp
 from fedpne_jax.algorithms.arms import arm_grid as arms, fnucb
 from fedpne_jax.algorithms.arms.fnucb import ALGORITHM, FNUCBConfig
 from helpers import make, reference_problem
@@ -110,7 +110,7 @@ def garland():
 
 @pytest.fixture(scope="module")
 def batch(garland):
-    return run_algorithm(ALGORITHM, CONFIG, garland, seeds=SEEDS)
+    return fp.run(CONFIG, garland, seeds=SEEDS)
 
 
 # ---------------------------------------------------------------- pieces
@@ -236,7 +236,7 @@ def test_first_rounds_match_numpy_fnucb(garland, batch):
         theta0 = fnucb.flatten(fnucb.init_net(jax.random.fold_in(key, fnucb.INIT_STREAM), 1, CONFIG.width))
         return arms.start_offsets(key, 1), theta0, rewards
 
-    offsets, theta0, rewards = (np.asarray(x, np.float64) for x in run_inputs(driver.seed_key(0, seed)))
+    offsets, theta0, rewards = (np.asarray(x, np.float64) for x in run_inputs(executor.seed_key(0, seed)))
     points = ref_arms.grid(offsets, prob.lo, prob.hi, k)
     X = (points - prob.lo) / (prob.hi - prob.lo)
     gaps = prob.f_star - prob.f(points)
@@ -248,7 +248,7 @@ def test_first_rounds_match_numpy_fnucb(garland, batch):
 
 
 def test_seed_alone_equals_batch(garland, batch):
-    alone = run_algorithm(ALGORITHM, CONFIG, garland, seeds=[2])
+    alone = fp.run(CONFIG, garland, seeds=[2])
     np.testing.assert_array_equal(alone.curves[0], batch.curves[2])
     for name in ALGORITHM.metrics:
         np.testing.assert_array_equal(alone.metrics[name][0], batch.metrics[name][2])
@@ -272,6 +272,6 @@ def test_bad_parameters_are_refused(field, value):
 
 def test_bad_combinations_are_refused(garland):
     with pytest.raises(ValueError, match="num_clients"):
-        run_algorithm(ALGORITHM, CONFIG.replace(num_clients=2), garland)
+        fp.run(CONFIG.replace(num_clients=2), garland)
     with pytest.raises(ValueError, match="arms"):
-        run_algorithm(ALGORITHM, CONFIG.replace(arms=20), make("ackley", M, dim=4))
+        fp.run(CONFIG.replace(arms=20), make("ackley", M, dim=4))

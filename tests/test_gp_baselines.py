@@ -15,8 +15,8 @@ import pytest
 import objectives
 import reference
 import reference_gp
-from fedpne_jax.core import executor as driver
-from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.core import executor
+import fedpne_jax as fp
 from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernelts
 from fedpne_jax.core.errors import ObjectiveError
 from helpers import two_sample_z
@@ -43,7 +43,7 @@ def _objective(name):
 
 
 def _run(name, seeds, **changes):
-    return run_algorithm(MODULES[name].ALGORITHM, CONFIGS[name].replace(**changes), _objective(name),
+    return fp.run(CONFIGS[name].replace(**changes), _objective(name),
                          seeds=seeds)
 
 
@@ -187,9 +187,9 @@ def test_regret_is_sublinear_on_garland(runs, name):
 
 
 def test_horizon_and_noise_scale_do_not_recompile(runs):
-    traces = driver.trace_count()
+    traces = executor.trace_count()
     _run("gpucb", SEEDS, horizon=77, noise="gaussian:0.5")
-    assert driver.trace_count() == traces
+    assert executor.trace_count() == traces
 
 
 def test_nan_objective_raises(runs):
@@ -199,7 +199,7 @@ def test_nan_objective_raises(runs):
     shifts[1] = np.nan
     bad = dataclasses.replace(objective, data=dict(objective.data, shift=jnp.asarray(shifts)))
     with pytest.raises(ObjectiveError, match="garland"):
-        run_algorithm(bbo.ALGORITHM, CONFIGS["bbo"].replace(horizon=T_EXACT), bad, seeds=SEEDS)
+        fp.run(CONFIGS["bbo"].replace(horizon=T_EXACT), bad, seeds=SEEDS)
 
 
 # ---------------------------------------------------------------- validation
@@ -219,8 +219,8 @@ def test_bad_parameters_raise_naming_them(module, field, value):
 def test_mesh_size_must_be_a_power_of_the_dimension():
     himmelblau = objectives.make_objective("himmelblau", 1)
     with pytest.raises(ValueError, match="num_candidates"):
-        run_algorithm(gpucb.ALGORITHM, gpucb.GPUCBConfig(num_candidates=50), himmelblau)
+        fp.run(gpucb.GPUCBConfig(num_candidates=50), himmelblau)
     with pytest.raises(ValueError, match="num_clients"):
-        run_algorithm(bbo.ALGORITHM, bbo.BBOConfig(num_clients=4), objectives.make_objective("garland", 3))
+        fp.run(bbo.BBOConfig(num_clients=4), objectives.make_objective("garland", 3))
     assert gp.resolve_candidates(gpucb.GPUCBConfig(), 2) == (400, 20)
     assert gp.resolve_candidates(gpucb.GPUCBConfig(candidates="random", num_candidates=50), 2) == (50, 0)

@@ -3,8 +3,11 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.algorithms.fedpne import engine as fedpne
+from fedpne_jax.core import executor
+from fedpne_jax.algorithms.fedpne import ALGORITHM as FEDPNE
+from fedpne_jax.algorithms.fedpne.plan import Tables, make_params
 from fedpne_jax.core import grid
+from fedpne_jax.core.run import run_pairs, stack_params, static_key
 from helpers import make
 
 # c values chosen with one depth limit, so the three separate runs also share one program.
@@ -28,9 +31,9 @@ def assert_same(a, b):
 
 @pytest.fixture(scope="module")
 def grid_results():
-    traces = fp.trace_count()
+    traces = executor.trace_count()
     results = fp.run_grid(grid.product(CONFIG, c=C_VALUES), objective(), seeds=SEEDS, base_seed=3)
-    return results, fp.trace_count() - traces
+    return results, executor.trace_count() - traces
 
 
 def test_grid_is_one_compilation_and_equals_separate_runs(grid_results):
@@ -38,9 +41,9 @@ def test_grid_is_one_compilation_and_equals_separate_runs(grid_results):
     # One program for the three values (none if another test module compiled this shape already) ...
     assert traces <= 1
     # ... and other values of c are data for that same program.
-    traces = fp.trace_count()
+    traces = executor.trace_count()
     fp.run_grid(grid.product(CONFIG, c=[0.08, 0.09, 0.11]), objective(), seeds=SEEDS, base_seed=3)
-    assert fp.trace_count() == traces
+    assert executor.trace_count() == traces
     for c, res in zip(C_VALUES, results):
         alone = fp.run(CONFIG.replace(c=c), objective(), seeds=SEEDS, base_seed=3)
         assert res.config["c"] == c and res.num_seeds == SEEDS
@@ -56,7 +59,7 @@ def test_pairs_in_any_order_equal_the_grid(grid_results):
     g = np.array([2, 0, 2, 1, 0, 1, 2, 0] * 3)
     seeds = np.array([7, 0, 1, 3, 5, 6, 4, 2, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7])
     # Pairs may repeat and come in any order: each run's numbers depend on its (grid point, seed) only.
-    out = fedpne.run_pairs(configs, objective(), g, seeds, base_seed=3)
+    out = run_pairs(configs, objective(), g, seeds, base_seed=3)
     for k, res in enumerate(out):
         order = seeds[g == k]
         np.testing.assert_array_equal(res.seeds, order)
@@ -80,14 +83,15 @@ def test_shapes_group_into_fewest_programs():
     configs = [CONFIG, CONFIG.replace(c=0.3, rho=0.7, nu=0.5, c1=2.0, delta=0.1, noise="gaussian:0.1", capacity=64),
                CONFIG.replace(k=3), CONFIG.replace(noise="none"), CONFIG.replace(dp_epsilon=1.0, dp_delta=0.01),
                CONFIG.replace(dp_epsilon=2.0, dp_delta=0.1), CONFIG.replace(k=3, c=0.2)]
-    keys = [grid.static_key("fedpne", c, obj) for c in configs]
+    keys = [static_key(c, obj) for c in configs]
     assert grid.group_indices(keys) == [[0, 1], [2, 6], [3], [4, 5]]
     with pytest.raises(ValueError, match="differ in shapes"):
-        fedpne.run_pairs([CONFIG, CONFIG.replace(k=3)], obj, [0, 1], [0, 0])
+        run_pairs([CONFIG, CONFIG.replace(k=3)], obj, [0, 1], [0, 0])
 
 
 def test_stacked_params_have_a_grid_axis():
     configs = grid.product(CONFIG, c=C_VALUES)
-    stacked = fedpne.stack_params(configs, 12)
+    sizes = Tables(capacity=32, depth=12)
+    stacked = stack_params(FEDPNE, configs, sizes)
     assert stacked.tau.shape == (3, 13) and stacked.noise_scale.shape == (3,)
-    np.testing.assert_array_equal(stacked.conf[1], fp.make_params(configs[1], 12).conf)
+    np.testing.assert_array_equal(stacked.conf[1], make_params(configs[1], sizes).conf)

@@ -3,7 +3,7 @@ points without noise, the same regret statistically with noise; a seed alone equ
 batch; invalid parameters are refused; regret grows sublinearly.
 
 Three compiled programs: Garland with 100 seeds and Himmelblau (random split, PyXAB's re-expansion)
-with three seeds, both returning the pulled points, and Himmelblau through run_algorithm with one.
+with three seeds, both returning the pulled points, and Himmelblau through fp.run with one.
 Noise-free runs use 'gaussian:0' (rewards equal f exactly), so that they share each program with
 the noisy runs (the noise scale is data).
 """
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import objectives
-from fedpne_jax.core import executor as driver
-from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.core import executor
+import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import hct, tree
 from helpers import assert_same_tree_run as assert_same_run, two_sample_z
 import reference_hct
@@ -29,7 +29,7 @@ HIMMELBLAU = hct.HCTConfig(horizon=T, noise="gaussian:0", checkpoints=10, expand
 def run(config, objective, seeds, base_seed=0):
     """Outputs with the pulled points (a traced static), one compiled program per config and shape."""
     static = dataclasses.replace(hct.make_static(config, objective), trace=True)
-    out, _, _ = driver.execute(hct.run_single, static, hct.make_params(config), objective, base_seed,
+    out, _, _ = executor.execute(hct.run_single, static, hct.make_params(config), objective, base_seed,
                                np.asarray(seeds))
     return out, static
 
@@ -42,7 +42,7 @@ def reference(config, name, dim, split_dims=None, **kw):
 
 
 def split_dims(static, seed, base_seed=0):
-    return tree.run_split_dims(driver.seed_key(base_seed, seed), static.horizon, static.chunk, static.tree.dim)
+    return tree.run_split_dims(executor.seed_key(base_seed, seed), static.horizon, static.chunk, static.tree.dim)
 
 
 @pytest.fixture(scope="module")
@@ -101,10 +101,10 @@ def test_regret_grows_sublinearly(garland_noisy):
 
 
 def test_seed_alone_equals_seed_in_batch(himmelblau):
-    """run_algorithm (the public path, no trace) on one seed gives that seed's numbers in a batch."""
+    """fp.run (the public path, no trace) on one seed gives that seed's numbers in a batch."""
     config = HIMMELBLAU.replace(noise="gaussian:0.1")
     batch, _ = run(config, himmelblau, [0, 5, 9])
-    alone = run_algorithm(hct.ALGORITHM, config, himmelblau, seeds=[5])
+    alone = fp.run(config, himmelblau, seeds=[5])
     np.testing.assert_array_equal(alone.curves[0], batch.curve[1])
     np.testing.assert_array_equal(alone.final_regret[0], batch.final_regret[1])
     for name in hct.ALGORITHM.metrics:

@@ -3,7 +3,7 @@ pulled points without noise, the same regret statistically with noise; a seed al
 in a batch; invalid parameters are refused; regret grows sublinearly.
 
 Three compiled programs: Garland with 100 seeds and Himmelblau (longest-side split) with three seeds,
-both returning the pulled points, and Himmelblau through run_algorithm with one.  Noise-free runs use
+both returning the pulled points, and Himmelblau through fp.run with one.  Noise-free runs use
 'gaussian:0' (rewards equal f exactly), so that they share each program with the noisy runs (the
 noise scale is data).
 """
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import objectives
-from fedpne_jax.core import executor as driver
-from fedpne_jax.core.algorithm import run_algorithm
+from fedpne_jax.core import executor
+import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import hoo
 from helpers import assert_same_tree_run as assert_same_run, two_sample_z
 import reference_hoo
@@ -28,7 +28,7 @@ HIMMELBLAU = hoo.HOOConfig(horizon=T, noise="gaussian:0", checkpoints=10, split=
 def run(config, objective, seeds, base_seed=0):
     """Outputs with the pulled points (a traced static), one compiled program per config and shape."""
     static = dataclasses.replace(hoo.make_static(config, objective), trace=True)
-    out, _, _ = driver.execute(hoo.run_single, static, hoo.make_params(config), objective, base_seed,
+    out, _, _ = executor.execute(hoo.run_single, static, hoo.make_params(config), objective, base_seed,
                                np.asarray(seeds))
     return out
 
@@ -89,10 +89,10 @@ def test_regret_grows_sublinearly(garland_noisy):
 
 
 def test_seed_alone_equals_seed_in_batch(himmelblau):
-    """run_algorithm (the public path, no trace) on one seed gives that seed's numbers in a batch."""
+    """fp.run (the public path, no trace) on one seed gives that seed's numbers in a batch."""
     config = HIMMELBLAU.replace(noise="gaussian:0.1")
     batch = run(config, himmelblau, [0, 5, 9])
-    alone = run_algorithm(hoo.ALGORITHM, config, himmelblau, seeds=[5])
+    alone = fp.run(config, himmelblau, seeds=[5])
     np.testing.assert_array_equal(alone.curves[0], batch.curve[1])
     np.testing.assert_array_equal(alone.final_regret[0], batch.final_regret[1])
     for name in hoo.ALGORITHM.metrics:

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fedpne_jax.core import philox, pulls
+from fedpne_jax.core import counters, pulls
 
 # Random123's kat_vectors (Salmon et al., SC 2011): counter (4 words), key (2 words) -> 4 output words.
 KAT = [
@@ -36,7 +36,7 @@ def numpy_philox(counter, key, rounds=10):
 @pytest.mark.parametrize("counter,key,expected", KAT)
 def test_philox_known_answers(counter, key, expected):
     words = np.uint32(counter), np.uint32(key)
-    for fn in (philox.philox4x32, jax.jit(philox.philox4x32)):
+    for fn in (counters.philox4x32, jax.jit(counters.philox4x32)):
         out = fn(tuple(words[0]), tuple(words[1]))
         assert tuple(int(x) for x in out) == expected
     assert tuple(int(x) for x in numpy_philox(counter, key)) == expected
@@ -46,18 +46,18 @@ def test_philox_matches_numpy_on_many_counters():
     rng = np.random.default_rng(0)
     counter = rng.integers(0, 2**32, (4, 5000), dtype=np.uint64).astype(np.uint32)
     key = rng.integers(0, 2**32, 2, dtype=np.uint64).astype(np.uint32)
-    out = jax.jit(philox.philox4x32)(tuple(counter), tuple(key))
+    out = jax.jit(counters.philox4x32)(tuple(counter), tuple(key))
     for got, want in zip(out, numpy_philox(counter, key)):
         np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_unit_floats_are_the_top_bits():
     w = np.array([0, 1, 511, 512, 2**31, 2**32 - 1], np.uint32)
-    u32 = np.asarray(philox.unit_floats(jnp.asarray(w)))
+    u32 = np.asarray(counters.unit_floats(jnp.asarray(w)))
     np.testing.assert_array_equal(u32, (w >> 9).astype(np.float64) / 2**23)
     assert u32.dtype == np.float32 and u32.max() < 1.0
     with jax.enable_x64(True):
-        u64 = np.asarray(philox.unit_floats(jnp.asarray(w), jnp.float64))
+        u64 = np.asarray(counters.unit_floats(jnp.asarray(w), jnp.float64))
     np.testing.assert_array_equal(u64, w.astype(np.float64) / 2**32)
 
 
@@ -81,7 +81,7 @@ def test_block_uniforms_layout():
 
 def test_block_sum_is_the_pairwise_sum_in_pull_order():
     """The lane-major block sum equals ordered.pairwise_sum of the block in pull order, bit for bit."""
-    from fedpne_jax.core.ordered import pairwise_sum
+    from objectives.ordered import pairwise_sum
     x = jnp.asarray(np.random.default_rng(1).standard_normal((4, 3, pulls.PULL_BLOCK // 4)), jnp.float32)
     valid = jnp.asarray(np.random.default_rng(2).random((4, 1, pulls.PULL_BLOCK // 4)) < 0.7)
     got = jax.jit(pulls.block_sum)(list(x), valid)

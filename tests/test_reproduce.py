@@ -12,7 +12,7 @@ import objectives
 from fedpne_jax.paper import figures, summary
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.cli import main
-from fedpne_jax.core.result import LABELS
+from fedpne_jax.core.registry import label
 from fedpne_jax.experiments.load import SweepResults
 from fedpne_jax.paper.plot import draw
 from fedpne_jax.paper.reproduce import reproduce
@@ -91,7 +91,7 @@ def test_summary_is_generated_from_the_data(quick, tmp_path):
 
 
 def _curve_series(key, final_mean, final_err, runs=100):
-    return {"key": key, "label": LABELS[key], "x": [10, 100], "mean": [0.0, final_mean], "std": [0.0, 1.0],
+    return {"key": key, "label": label(key), "x": [10, 100], "mean": [0.0, final_mean], "std": [0.0, 1.0],
             "stderr": [0.0, final_err], "runs": runs, "final": {"mean": final_mean, "std": 1.0, "stderr": final_err}}
 
 

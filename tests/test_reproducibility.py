@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
+from fedpne_jax.core import executor
 import objectives
 from helpers import make
 
@@ -85,15 +86,15 @@ def test_base_seed_changes_runs(objective, batch):
 def test_same_shapes_do_not_recompile(objective):
     config = CONFIG.replace(horizon=700)
     fp.run(config, objective, seeds=5)
-    traces = fp.trace_count()
+    traces = executor.trace_count()
     again = fp.run(config, objective, seeds=[3, 9, 11, 12, 20], base_seed=99)
-    assert fp.trace_count() == traces
+    assert executor.trace_count() == traces
     assert again.compile_seconds == 0.0
     # Another instance of the objective (other client shifts: data, not structure) reuses the program.
     fp.run(config, objectives.make_objective("himmelblau", 3, seed=5, dim=2), seeds=5)
-    assert fp.trace_count() == traces
+    assert executor.trace_count() == traces
     fp.run(config, objective, seeds=6)          # a new batch size is a new shape
-    assert fp.trace_count() == traces + 1
+    assert executor.trace_count() == traces + 1
 
 
 EXPLICIT = fp.FedPNEConfig(num_clients=2, horizon=400, noise="uniform:0.3", pull="uniform", checkpoints=8,

@@ -10,7 +10,7 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax.algorithms.fedpne import partition, sampling as rewards
-from fedpne_jax.algorithms.fedpne.plan import depth_limit, make_params, make_static
+from fedpne_jax.algorithms.fedpne.plan import Tables, make_params, make_static, plan
 from helpers import make
 
 DRAWS = 4000
@@ -20,9 +20,9 @@ SIGMA_DP2 = 2 * math.log(1.25 / DP_DELTA) / EPS ** 2          # 0.202
 
 
 def _node_means(config, objective):
-    depth = depth_limit(config)
-    static = make_static(config, objective, 16, depth)
-    params = jax.tree.map(jnp.asarray, make_params(config, depth))
+    sizes = Tables(capacity=16, depth=plan(config).depth_limit)
+    static = make_static(config, objective, sizes)
+    params = jax.tree.map(jnp.asarray, make_params(config, sizes))
     table = partition.root(static, jax.random.key(0))
     centre = partition.centres(static, table, objective.lo, objective.hi)
     n = jnp.int32(N_PULLS)

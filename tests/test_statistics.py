@@ -131,7 +131,7 @@ def test_compensated_sums_do_not_stall():
     rewards per node, so it sums with compensation."""
     import jax
     import jax.numpy as jnp
-    from fedpne_jax.core.ordered import compensated_add
+    from objectives.ordered import compensated_add
 
     def total(x, steps):
         init = (jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))

@@ -21,6 +21,7 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from fedpne_jax.core import sharding
+from fedpne_jax.core.validation import is_int
 
 
 def seed_key(base_seed: int, seed: int):
@@ -172,7 +173,7 @@ def memory_bytes(stats) -> int:
 
 def seed_ids(seeds) -> np.ndarray:
     """Seed indices from a count S (0..S-1) or a sequence of int32 indices >= 0."""
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+    if is_int(seeds):
         if seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {seeds}")
         return np.arange(int(seeds), dtype=np.int64)
@@ -188,7 +189,7 @@ def seed_ids(seeds) -> np.ndarray:
 
 
 def check_base_seed(base_seed) -> int:
-    if isinstance(base_seed, bool) or not isinstance(base_seed, (int, np.integer)) \
+    if not is_int(base_seed) \
             or not (0 <= base_seed <= 2**31 - 1):
         raise ValueError(f"base_seed must be an int in [0, 2^31 - 1], got {base_seed!r}")
     return int(base_seed)

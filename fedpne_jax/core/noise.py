@@ -6,6 +6,8 @@ CDF.  Drawing from uniforms keeps one random call per batch of pulls, whatever t
 """
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -34,6 +36,14 @@ def reward(kind: str, scale, gauss_var, values, u_noise, u_gauss):
     if gauss_var is not None:
         r = r + jnp.sqrt(gauss_var) * standard_normal(u_gauss)
     return r
+
+
+def subgaussian_scale(kind: str, scale: float) -> float:
+    """The sub-Gaussian scale R of one observation's noise, used by every confidence bound: sigma for
+    'gaussian:sigma'; a / sqrt(3) for 'uniform:a' (U[-a, a] is strictly sub-Gaussian: its best
+    variance proxy is its variance a^2 / 3); 1/2 for Bernoulli rewards (any variable in [0, 1]); 0
+    without noise."""
+    return {"gaussian": scale, "uniform": scale / math.sqrt(3.0), "bernoulli": 0.5, "none": 0.0}[kind]
 
 
 def observe(key, kind: str, scale, values):

@@ -23,8 +23,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from fedpne_jax.core import noise, philox
-from fedpne_jax.core.ordered import compensated_add, pairwise_sum
+from fedpne_jax.core import counters, noise
+from objectives.ordered import compensated_add, pairwise_sum
 
 PULL_BLOCK = 256        # pulls per block: a constant of the algorithm (it fixes the order of every sum)
 
@@ -44,9 +44,9 @@ def block_uniforms(key, row, block, num_clients: int, words: int, dtype):
     q = (block * quads).astype(jnp.uint32) + jnp.arange(quads, dtype=jnp.uint32)
     m = jnp.arange(num_clients, dtype=jnp.uint32)
     w = jnp.arange(words, dtype=jnp.uint32)
-    bits = philox.philox4x32((q[None, None, :], jnp.asarray(row).astype(jnp.uint32), m[None, :, None],
+    bits = counters.philox4x32((q[None, None, :], jnp.asarray(row).astype(jnp.uint32), m[None, :, None],
                               w[:, None, None]), key)
-    return [philox.unit_floats(jnp.broadcast_to(b, (words, num_clients, quads)), dtype) for b in bits]
+    return [counters.unit_floats(jnp.broadcast_to(b, (words, num_clients, quads)), dtype) for b in bits]
 
 
 def block_offsets(block):

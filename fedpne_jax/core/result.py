@@ -9,10 +9,8 @@ from importlib import metadata
 import jax
 import numpy as np
 
-
-# How results and plots name the algorithms.
-LABELS = {"fedpne": "Fed-PNE", "dp-fedpne": "Fed-PNE (DP)", "hct": "HCT", "hoo": "T-HOO", "fed1ucb": "Fed1-UCB",
-          "kernelts": "KernelTS", "gpucb": "GP-UCB", "bo": "BO", "bbo": "BBO", "fnucb": "FN-UCB"}
+from fedpne_jax.core import registry
+from fedpne_jax.core.version import __version__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,20 +43,6 @@ class RunResult:
         if name in metrics:
             return metrics[name]
         raise AttributeError(f"{type(self).__name__} has no attribute or metric {name!r}")
-
-    @classmethod
-    def from_outputs(cls, config, objective, ids, base_seed, out, static, compile_seconds, run_seconds):
-        """Fed-PNE's result from the engine's stacked outputs."""
-        resolved = config.resolved()
-        resolved.update(capacity=static.capacity, depth_limit=static.depth)
-        metrics = dict(phases=np.asarray(out.phases, np.int64),
-                       uploads=np.asarray(out.uploads, np.int64) * config.num_clients,
-                       depth=np.asarray(out.depth, np.int64),
-                       recommendation=np.asarray(out.recommendation, np.float64),
-                       max_active=np.asarray(out.max_active, np.int64))
-        return cls.build("dp-fedpne" if config.dp else "fedpne", resolved, objective, ids, base_seed,
-                         static.checkpoint_rounds, out.curve, out.final_regret, metrics,
-                         compile_seconds, run_seconds)
 
     @classmethod
     def build(cls, algorithm, resolved: dict, objective, ids, base_seed, checkpoint_rounds, curves,
@@ -97,7 +81,7 @@ class RunResult:
         c = self.config
         clients = f"M={c['num_clients']} " if "num_clients" in c else ""
         kind = "per-client regret R(T)/M" if "num_clients" in c else "regret R(T)"
-        lines = [f"{LABELS.get(self.algorithm, self.algorithm)} on {self.objective}: {clients}T={c['horizon']} seeds={self.num_seeds} "
+        lines = [f"{registry.label(self.algorithm)} on {self.objective}: {clients}T={c['horizon']} seeds={self.num_seeds} "
                  f"device={device_name()}",
                  f"  final {kind}: {f.mean():.6g} ± {std:.4g} (mean ± std over seeds)"]
         m = self.metrics
@@ -136,7 +120,6 @@ class RunResult:
 
 
 def versions() -> dict:
-    from fedpne_jax import __version__
     return {"fedpne_jax": __version__, "jax": jax.__version__, "jaxlib": metadata.version("jaxlib"),
             "numpy": np.__version__, "optax": _version("optax"), "python": platform.python_version()}
 

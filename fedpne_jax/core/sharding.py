@@ -21,6 +21,7 @@ import functools
 
 import jax
 import numpy as np
+from fedpne_jax.core.validation import is_int
 
 AXIS = "runs"
 _DEFAULT = ["all"]
@@ -43,7 +44,7 @@ def select_devices(spec=None) -> tuple:
             spec = int(text)
         except ValueError:
             raise ValueError(f"devices must be 'all' or a positive integer, got {spec!r}") from None
-    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+    if is_int(spec):
         n, available = int(spec), _ordered(jax.devices())
         if not 1 <= n <= len(available):
             raise ValueError(f"devices must be between 1 and the {len(available)} visible device(s), got {n}")

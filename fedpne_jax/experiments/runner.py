@@ -23,9 +23,15 @@ import time
 
 import numpy as np
 
-from fedpne_jax.core import executor as driver, grid, sharding
+import jax
+from jax.experimental import multihost_utils
+
+from fedpne_jax.core import executor as driver, sharding
+from fedpne_jax.core import run as runs
+from fedpne_jax.core.grid import group_indices
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.store import Store
+from fedpne_jax.core.validation import is_int
 
 DEFAULT_MEMORY_GB = 2.0
 
@@ -125,7 +131,7 @@ def call_size(name, configs, objective, entries, gaps, S: int, budget: int, devi
     limit = sum(b - a for e in entries for a, b in gaps[e.id])
     for _ in range(12):
         R, calls = plan(entries, gaps, S, limit, n)
-        need = grid.pairs_memory(name, configs, objective, R, devices=devices)
+        need = runs.pairs_memory(configs, objective, R, devices=devices)
         if need <= budget or R == n:
             break
         limit = max(n, min(int(R * budget / need * 0.95), R - n))
@@ -187,13 +193,12 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     Multi-host: every process calls this with the same arguments; process 0 writes the folder, which
     every process must be able to read (a shared file system).
     """
-    import jax
 
     start_time = time.perf_counter()
     sweep = sweep_lib.load(definition)
     if memory_gb is not None and not memory_gb > 0:
         raise sweep_lib.SweepError(f"memory_gb must be > 0, got {memory_gb!r}")
-    if chunk_runs is not None and (isinstance(chunk_runs, bool) or not isinstance(chunk_runs, int) or chunk_runs < 1):
+    if chunk_runs is not None and (not is_int(chunk_runs) or chunk_runs < 1):
         raise sweep_lib.SweepError(f"chunk_runs must be a positive integer, got {chunk_runs!r}")
     budget = int((DEFAULT_MEMORY_GB if memory_gb is None else memory_gb) * 2**30)
     selected = sharding.select_devices(devices)
@@ -213,10 +218,10 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     for entry in sweep.entries:
         key, objective = objective_of(entry)
         try:
-            grid.check_inputs(entry.algorithm, entry.config, objective)
+            runs.check_inputs(entry.config, objective)
         except ValueError as err:
             raise sweep_lib.SweepError(f"sweep configuration {entry.index} ({entry.labels}): {err}") from None
-        keys.append((entry.algorithm, key, grid.static_key(entry.algorithm, entry.config, objective)))
+        keys.append((entry.algorithm, key, runs.static_key(entry.config, objective)))
 
     store = _open_store(out, sweep, overwrite, writer)
     gaps = {e.id: missing(store.covered(e.id), S) for e in sweep.entries}
@@ -227,7 +232,7 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     bar = None
     try:
         bar = Progress(sweep.num_runs, done, progress and writer, label)
-        for members in grid.group_indices(keys):
+        for members in group_indices(keys):
             entries = [sweep.entries[i] for i in members]
             pending = sum(b - a for e in entries for a, b in gaps[e.id])
             if not pending:
@@ -244,7 +249,7 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
             for call in calls:
                 grid_index = np.concatenate([np.full(b - a, g, np.int64) for g, a, b in call])
                 seeds = np.concatenate([ids[a:b] for _, a, b in call])
-                results = grid.run_pairs(name, configs, objective, grid_index, seeds, base_seed, devices=selected,
+                results = runs.run_pairs(configs, objective, grid_index, seeds, base_seed, devices=selected,
                                          pad_to=R, check=False)
                 cursor = [0] * len(entries)
                 chunks = []
@@ -272,10 +277,8 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
 
 
 def _open_store(out, sweep, overwrite, writer) -> Store:
-    import jax
     if jax.process_count() == 1:
         return Store(out, sweep, overwrite=overwrite, writer=writer)
-    from jax.experimental import multihost_utils
     # Process 0 creates or checks the folder before the others read it.
     store = Store(out, sweep, overwrite=overwrite, writer=True) if writer else None
     multihost_utils.sync_global_devices("fedpne sweep: results folder ready")

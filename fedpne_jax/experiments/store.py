@@ -21,10 +21,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 
 import numpy as np
 
+from fedpne_jax.core.result import versions
 from fedpne_jax.experiments.sweep import Sweep, SweepError
 
 SWEEP_FILE = "sweep.json"
@@ -131,7 +133,6 @@ class Store:
             self._lock = None
 
     def _describe(self) -> dict:
-        from fedpne_jax.core.result import versions
         return {"format": self.sweep.definition["format"], "hash": self.sweep.hash,
                 "definition": self.sweep.definition, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "versions": versions(),
@@ -148,8 +149,6 @@ class Store:
                 f"use a new --out folder, or --overwrite to discard the old results")
 
     def _warn_versions(self, stored: dict) -> None:
-        from fedpne_jax.core.result import versions
-        import sys
         old, new = stored.get("versions", {}), versions()
         if old.get("fedpne_jax") != new["fedpne_jax"] or old.get("jax") != new["jax"]:
             print(f"fedpne: warning: {self.path!r} was started with fedpne_jax {old.get('fedpne_jax')}, "

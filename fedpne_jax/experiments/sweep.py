@@ -47,9 +47,15 @@ import dataclasses
 import hashlib
 import json
 import os
+import tomllib
 from typing import Any
 
-from fedpne_jax.core import registry as registry
+import numpy as np
+
+import objectives
+from fedpne_jax.core import registry
+from fedpne_jax.core.grid import points as grid_points
+from fedpne_jax.core.validation import is_int, is_real
 
 FORMAT = "fedpne-sweep/1"
 TOP_KEYS = {"objectives", "algorithms", "clients", "horizon", "seeds", "base_seed", "heterogeneity",
@@ -74,7 +80,6 @@ class Entry:
     config: Any          # the algorithm's config, validated
 
     def make_objective(self):
-        import objectives
         o = self.objective
         return objectives.make_objective(o["name"], num_clients=o["num_clients"], heterogeneity=o["heterogeneity"],
                                          seed=o["seed"], dim=o["dim"], amplitude=o.get("amplitude"))
@@ -88,7 +93,6 @@ class Sweep:
 
     @property
     def seed_ids(self):
-        import numpy as np
         s = self.definition["seeds"]
         return np.arange(s, dtype=np.int64) if isinstance(s, int) else np.asarray(s, np.int64)
 
@@ -108,7 +112,6 @@ def read(path) -> dict:
         if path.endswith(".json"):
             with open(path) as fh:
                 return json.load(fh)
-        import tomllib
         with open(path, "rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
@@ -140,7 +143,7 @@ def _list(raw: dict, key: str, default):
 def _int_list(raw, key, default):
     values = _list(raw, key, default)
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if not is_int(v) or v < 1:
             raise SweepError(f"sweep: {key} must be positive integers, got {v!r}")
     return values
 
@@ -181,7 +184,7 @@ def normalise(raw: dict) -> dict:
                          f"{', '.join(sorted(TOP_KEYS))} and a table per algorithm")
     heterogeneity = raw.get("heterogeneity")
     objective_seed = raw.get("objective_seed", 0)
-    if isinstance(objective_seed, bool) or not isinstance(objective_seed, int):
+    if not is_int(objective_seed):
         raise SweepError(f"sweep: objective_seed must be an integer, got {objective_seed!r}")
     objective_list = []
     for item in _list(raw, "objectives", ["garland"]):
@@ -190,13 +193,13 @@ def normalise(raw: dict) -> dict:
         raise SweepError("sweep: objectives repeats an objective")
     seeds = raw.get("seeds", 100)
     if isinstance(seeds, list):
-        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 2**31 - 1 for s in seeds) \
+        if not seeds or any(not is_int(s) or not 0 <= s <= 2**31 - 1 for s in seeds) \
                 or len(set(seeds)) != len(seeds):
             raise SweepError(f"sweep: seeds must be a count or a list of distinct int32 seed indices, got {seeds!r}")
-    elif isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 2**31:
+    elif not is_int(seeds) or not 1 <= seeds <= 2**31:
         raise SweepError(f"sweep: seeds must be a count >= 1 or a list of seed indices, got {seeds!r}")
     base_seed = raw.get("base_seed", 0)
-    if isinstance(base_seed, bool) or not isinstance(base_seed, int) or not 0 <= base_seed <= 2**31 - 1:
+    if not is_int(base_seed) or not 0 <= base_seed <= 2**31 - 1:
         raise SweepError(f"sweep: base_seed must be an int in [0, 2^31 - 1], got {base_seed!r}")
     per_algorithm = {}
     for name in names:
@@ -221,7 +224,6 @@ def normalise(raw: dict) -> dict:
 
 
 def _objective(item, heterogeneity, seed) -> dict:
-    import objectives
     if isinstance(item, str):
         item = {"name": item}
     if not isinstance(item, dict) or "name" not in item or set(item) - {"name", "dim", "heterogeneity", "seed",
@@ -243,7 +245,7 @@ def _objective(item, heterogeneity, seed) -> dict:
         amplitude = item["amplitude"]
         if het != "fourier":
             raise SweepError(f"sweep: amplitude applies to heterogeneity 'fourier' only, got {het!r} for {name!r}")
-        if isinstance(amplitude, bool) or not isinstance(amplitude, (int, float)) or not amplitude >= 0:
+        if not is_real(amplitude) or not amplitude >= 0:
             raise SweepError(f"sweep: amplitude of {name!r} must be a number >= 0, got {amplitude!r}")
         out["amplitude"] = amplitude
     return out
@@ -276,7 +278,6 @@ def _has_field(cls, name: str) -> bool:
 
 def expand(definition: dict) -> list[Entry]:
     """Every configuration of a normalised definition, validated (errors name the configuration)."""
-    from fedpne_jax.core import grid as grid_lib
 
     entries: list[Entry] = []
     seen: dict = {}
@@ -291,7 +292,7 @@ def expand(definition: dict) -> list[Entry]:
             federated = _has_field(cls, "num_clients")
             for M in (definition["clients"] if federated else [1]):
                 for T in definition["horizon"]:
-                    for point in grid_lib.points(**{k: sweep[k] for k in sorted(sweep)}):
+                    for point in grid_points(**{k: sweep[k] for k in sorted(sweep)}):
                         entries.append(_entry(len(entries), name, objective, M, T, fixed, point, federated))
                         if entries[-1].id in seen:
                             raise SweepError(f"sweep: configurations {seen[entries[-1].id]} and {len(entries) - 1} are "
@@ -318,10 +319,7 @@ def _entry(index, name, objective, M, T, fixed, point, federated) -> Entry:
         raise SweepError(f"sweep configuration {index} ({_describe(labels)}): {err}") from None
     het = objective["heterogeneity"]
     if het is None:
-        import objectives
-        kind = objectives.spec(objective["name"])
-        # Bernoulli rewards need values in [0, 1], which shifted synthetic functions leave.
-        het = "none" if config.noise_kind == "bernoulli" and kind.kind == "synthetic" else kind.default_heterogeneity
+        het = objectives.default_heterogeneity(objective["name"], config.noise_kind)
     spec = dict(objective, heterogeneity=het, num_clients=M)
     identity = {"algorithm": name, "objective": spec, "config": config.resolved()}
     return Entry(index=index, id=digest(identity)[:16], algorithm=name, objective=spec, options=options,

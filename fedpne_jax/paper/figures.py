@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from fedpne_jax.core.result import LABELS
+from fedpne_jax.core.registry import label
 
 SYNTHETIC = ("garland", "doublesine")
 REAL = ("landmine", "covid")
@@ -166,7 +166,7 @@ def _one(res, **labels) -> int:
 
 
 def _label(name: str) -> str:
-    return LABELS.get(name, name)
+    return label(name)
 
 
 def _algorithm_curves(results: list, objective: str, names) -> list[dict]:

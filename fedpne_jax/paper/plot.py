@@ -16,13 +16,9 @@ import os
 import numpy as np
 
 from fedpne_jax.core.errors import MissingExtra
-from fedpne_jax.core.result import LABELS
-
-COLORS = {"fedpne": "#d62728", "dp-fedpne": "#ff7f0e", "hct": "#1f77b4", "hoo": "#17becf", "fed1ucb": "#2ca02c",
-          "kernelts": "#9467bd", "gpucb": "#8c564b", "bo": "#e377c2", "bbo": "#7f7f7f", "fnucb": "#bcbd22"}
-MARKERS = {"fedpne": "o", "dp-fedpne": "D", "hct": "s", "hoo": "v", "fed1ucb": "^", "kernelts": "P", "gpucb": "X",
-           "bo": "*", "bbo": "h", "fnucb": "<"}
-
+from fedpne_jax.core import registry
+from fedpne_jax.experiments.load import load_sweep
+from fedpne_jax.paper.figures import stats
 
 def pyplot():
     """matplotlib.pyplot with a file-only backend, or an error that says how to install it."""
@@ -38,10 +34,15 @@ def pyplot():
 
 def series_color(series: dict, index: int, count: int, plt):
     """The algorithm's colour; a shade of viridis for series that vary a parameter instead."""
-    key = series.get("key")
-    if key in COLORS:
-        return COLORS[key]
+    s = registry.style(series.get("key"))
+    if s is not None:
+        return s.colour
     return plt.get_cmap("viridis")(0.1 + 0.8 * index / max(count - 1, 1))
+
+
+def _marker(key) -> str:
+    s = registry.style(key)
+    return s.marker if s is not None else "o"
 
 
 def _curves(ax, panel, plt):
@@ -58,7 +59,7 @@ def _points(ax, panel, plt):
     for i, s in enumerate(panel["series"]):
         color = series_color(s, i, n, plt)
         ax.errorbar(np.asarray(s["x"], float), np.asarray(s["mean"], float), yerr=np.asarray(s[panel["band"]], float),
-                    color=color, marker=MARKERS.get(s.get("key"), "o"), ms=4, lw=1.4, capsize=2, label=s["label"])
+                    color=color, marker=_marker(s.get("key")), ms=4, lw=1.4, capsize=2, label=s["label"])
     for line in panel.get("lines", []):
         ax.plot(line["x"], line["y"], color="black", ls=line.get("style", "--"), lw=1.0, label=line["label"])
 
@@ -128,12 +129,11 @@ def _run_series(path: str) -> list[dict]:
     curves = np.asarray(data["per_seed"]["curves"], float)
     algorithm = data["algorithm"]
     config = data["config"]
-    label = LABELS.get(algorithm, algorithm) + (f" M={config['num_clients']}" if "num_clients" in config else "")
+    label = registry.label(algorithm) + (f" M={config['num_clients']}" if "num_clients" in config else "")
     return [_series(algorithm, f"{label} ({config['objective']})", data["checkpoints"], curves)]
 
 
 def _sweep_series(path: str) -> list[dict]:
-    from fedpne_jax.experiments.load import load_sweep
 
     res = load_sweep(path, allow_partial=True)
     out = []
@@ -143,7 +143,7 @@ def _sweep_series(path: str) -> list[dict]:
         done = res.done[i]
         if not done.any():
             continue
-        name = LABELS.get(res.algorithms[i] or labels["algorithm"], labels["algorithm"])
+        name = registry.label(res.algorithms[i] or labels["algorithm"])
         extra = ", ".join(f"{k}={labels[k]}" for k in varied if labels.get(k) is not None)
         out.append(_series(res.algorithms[i] or labels["algorithm"], name + (f" ({extra})" if extra else ""),
                            res.checkpoints[i], res.curves[i][done]))
@@ -151,7 +151,6 @@ def _sweep_series(path: str) -> list[dict]:
 
 
 def _series(key, label, x, curves) -> dict:
-    from fedpne_jax.paper.figures import stats
     mean, std, err, n = stats(curves)
     return {"key": key, "label": label, "x": np.asarray(x).tolist(), "mean": mean.tolist(), "std": std.tolist(),
             "stderr": err.tolist(), "runs": int(n)}

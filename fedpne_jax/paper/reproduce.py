@@ -17,8 +17,15 @@ import csv
 import io
 import os
 
-from fedpne_jax.paper import figures as figs
 from fedpne_jax.core.errors import MissingExtra
+from fedpne_jax.core.result import device_name, versions
+from fedpne_jax.experiments import store, sweep as sweep_lib
+from fedpne_jax.experiments.load import load_sweep
+from fedpne_jax.experiments.runner import run_sweep
+from fedpne_jax.experiments.store import read_json, write_atomic
+from fedpne_jax.paper import figures as figs, summary
+from fedpne_jax.paper import plot as plotting
+from fedpne_jax.core.validation import is_int
 
 
 def folder(out: str, quick: bool, seeds: int | None) -> str:
@@ -56,7 +63,6 @@ TIMING = "timing.json"      # per study: wall seconds spent computing it, summed
 
 def study_seconds(base: str) -> dict:
     """{study: wall seconds} recorded in ``base/timing.json`` (empty before the first study ran)."""
-    from fedpne_jax.experiments.store import read_json
     path = os.path.join(base, TIMING)
     return read_json(path) if os.path.exists(path) else {}
 
@@ -68,22 +74,16 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
     studies are done, then the summary.  Returns {figure: path of its JSON}.  ``plot=False`` (or no
     matplotlib) writes the data only.  ``overwrite``: rerun a study whose folder holds another
     definition (one written by another version of the study) instead of refusing."""
-    from fedpne_jax.experiments.load import load_sweep
-    from fedpne_jax.core.result import device_name, versions
-    from fedpne_jax.experiments.runner import run_sweep
-    from fedpne_jax.experiments import store, sweep as sweep_lib
-    from fedpne_jax.paper import summary
 
     names = resolve(names)
-    if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2):
+    if seeds is not None and (not is_int(seeds) or seeds < 2):
         raise ValueError(f"--seeds must be an integer >= 2 (a standard deviation needs two runs), got {seeds!r}")
     studies = figs.studies_of(names)
     # A bad definition must fail now, not after hours of other studies.
     definitions = {s: sweep_lib.load(figs.STUDIES[s].definition(quick, seeds)) for s in studies}
     if plot:
         try:
-            from fedpne_jax.paper.plot import pyplot
-            pyplot()
+            plotting.pyplot()
         except MissingExtra as err:
             log(f"fedpne reproduce: {err}; writing the data only")
             plot = False
@@ -115,8 +115,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
         store.write_json(stem + ".json", data, allow_nan=False)
         write_csv(data, stem + ".csv")
         if plot:
-            from fedpne_jax.paper.plot import draw
-            draw(data, stem + ".png")
+            plotting.draw(data, stem + ".png")
         written[name] = stem + ".json"
         log(f"  wrote {stem}.json, .csv" + (", .png" if plot else ""))
     log(f"  wrote {summary.write(base)}")
@@ -129,7 +128,6 @@ def _command(name, quick, seeds, out) -> str:
 
 
 def write_csv(data: dict, path: str) -> None:
-    from fedpne_jax.experiments.store import write_atomic
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=["figure", "panel", "series", "algorithm", "x", "mean", "std",
                                                 "stderr", "runs"], lineterminator="\n")

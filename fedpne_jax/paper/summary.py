@@ -15,7 +15,8 @@ import os
 import numpy as np
 
 from fedpne_jax.paper.figures import SCHEMA, TITLES
-from fedpne_jax.core.result import LABELS
+from fedpne_jax.core.registry import label
+from fedpne_jax.experiments.store import write_atomic
 
 Z = 2.0
 HELD, NOT_HELD, INCONCLUSIVE = "**held**", "**not held**", "**inconclusive**"
@@ -74,7 +75,7 @@ def _regret_tables(figures, lines, claims):
         algorithms = list(dict.fromkeys(s["key"] for p in panels for s in p["series"]))
         lines += [f"### {fig['paper']}: final regret at round T (per client for federated algorithms; "
                   f"mean ± s.e., runs)", "",
-                  "| objective | T | " + " | ".join(LABELS.get(a, a) for a in algorithms) + " | best |",
+                  "| objective | T | " + " | ".join(label(a) for a in algorithms) + " | best |",
                   "|---|---|" + "---|" * len(algorithms) + "---|"]
         for p in panels:
             by_key = {s["key"]: s for s in p["series"]}
@@ -315,7 +316,6 @@ def render(figures: dict, skipped: list = (), figure_dir: str = "figures/") -> s
 
 
 def write(out: str) -> str:
-    from fedpne_jax.experiments.store import write_atomic
     path = os.path.join(out, "SUMMARY.md")
     text = render(*load_figures(out)).encode()
     write_atomic(path, lambda fh: fh.write(text))

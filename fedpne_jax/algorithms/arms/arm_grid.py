@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.core.noise import reward, value_flags
+from fedpne_jax.core.validation import check_int
 
 DEFAULT_TOTAL = 100       # default arm count: the largest K^D not above this
 MAX_ARMS = 2**16          # K^D above this would make the per-run tables (K x M floats) unreasonably big
@@ -48,10 +49,7 @@ def check_field(arms) -> None:
     """Validate the ``arms`` config field (K per dimension, or None for the default)."""
     if arms is None:
         return
-    if isinstance(arms, bool) or not isinstance(arms, int) or arms < 1:
-        raise ValueError(f"arms (grid points per dimension) must be an integer >= 1 or None, got {arms!r}")
-    if arms > MAX_ARMS:
-        raise ValueError(f"arms (grid points per dimension) must be <= {MAX_ARMS}, got {arms!r}")
+    check_int("arms (grid points per dimension, or None)", arms, 1, MAX_ARMS)
 
 
 def check_noise_scale(scale: float, noise: str) -> None:

@@ -52,23 +52,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.algorithm import Algorithm, BaselineConfig
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.noise import subgaussian_scale
+from fedpne_jax.core.validation import check_int, check_real
+from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.algorithms.arms import arm_grid as arm_grid
 from fedpne_jax.core.config import MAX_CLIENTS
-from fedpne_jax.core import philox
+from fedpne_jax.core import counters
 from fedpne_jax.core import pulls as pulls_lib
-from fedpne_jax.core.ordered import inclusive_scan, pairwise_mean
+from objectives.ordered import inclusive_scan, pairwise_mean
 
 NOISE_STREAM = 0x4E4F4953       # fold_in tag of the key of the phases' rewards
 INT32_MAX = 2**31 - 1
 PULL_CHUNK = 8                  # active arms drawn together (their means, or each of their pulls)
-
-
-def _finite(name, value, low=0.0, low_open=True):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if value < low or (low_open and value == low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,16 +80,14 @@ class Fed1UCBConfig(BaselineConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if isinstance(self.num_clients, bool) or not isinstance(self.num_clients, int) \
-                or not 1 <= self.num_clients <= MAX_CLIENTS:
-            raise ValueError(f"num_clients (M) must be an integer in [1, {MAX_CLIENTS}], got {self.num_clients!r}")
+        check_int("num_clients (M)", self.num_clients, 1, MAX_CLIENTS)
         arm_grid.check_field(self.arms)
         arm_grid.check_noise_scale(self.noise_scale, self.noise)
-        _finite("kappa", self.kappa)
+        check_real("kappa", self.kappa, low=0.0)
         if self.kappa * math.log(max(self.horizon, 2)) > 2**24:
             raise ValueError(f"kappa: kappa ln T must be <= 2^24 pulls per arm per phase, got {self.kappa!r}")
         if self.sigma is not None:
-            _finite("sigma", self.sigma, low_open=False)
+            check_real("sigma", self.sigma, low=0.0, low_open=False)
             if self.sigma > 1e18:
                 raise ValueError(f"sigma must be <= 1e18, got {self.sigma!r}")
         if self.num_clients * (self.horizon // self.pulls_per_phase + 1) > INT32_MAX:
@@ -109,8 +103,7 @@ class Fed1UCBConfig(BaselineConfig):
     def sigma_value(self) -> float:
         if self.sigma is not None:
             return float(self.sigma)
-        kind, scale = self.noise_kind, self.noise_scale
-        return {"gaussian": scale, "bernoulli": 0.5, "uniform": scale / math.sqrt(3.0), "none": 0.0}[kind]
+        return subgaussian_scale(self.noise_kind, self.noise_scale)
 
     def resolved(self) -> dict:
         out = super().resolved()
@@ -157,12 +150,12 @@ def check(config: Fed1UCBConfig, objective) -> None:
                          f"lower kappa or arms")
 
 
-def make_static(config: Fed1UCBConfig, objective) -> Static:
+def make_static(config: Fed1UCBConfig, objective, tables=None) -> Static:
     return Static(per_dim=arm_grid.per_dim(config.arms, objective.dim), dim=objective.dim,
                   num_clients=config.num_clients, checkpoints=config.checkpoints, noise_kind=config.noise_kind)
 
 
-def make_params(config: Fed1UCBConfig) -> Params:
+def make_params(config: Fed1UCBConfig, tables=None) -> Params:
     bound = 4.0 * config.sigma_value ** 2 * math.log(config.horizon) / config.num_clients
     return Params(horizon=np.int32(config.horizon), pulls=np.int32(config.pulls_per_phase),
                   checkpoint_rounds=np.asarray(config.checkpoint_rounds, np.int32),
@@ -182,7 +175,7 @@ def communicate(kind: str, key, scale, pulls, local, order, count, chunks, chunk
     f = pulls.astype(local.dtype)
     M = local.shape[1]
     if kind not in ("gaussian", "none"):
-        words = philox.key_words(key)
+        words = counters.key_words(key)
 
         def block(j, b):
             values = jnp.take(local, order[j], axis=0)[:, None]
@@ -295,4 +288,5 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
 
 ALGORITHM = Algorithm(name="fed1ucb", config_type=Fed1UCBConfig, make_static=make_static,
                       make_params=make_params, run_single=run_single,
-                      metrics=("phases", "uploads", "arms_left", "recommendation"), federated=True, check=check)
+                      metrics=("phases", "uploads", "arms_left", "recommendation"), federated=True, check=check,
+                      styles=(("fed1ucb", Style("Fed1-UCB", "#2ca02c", "^")),))

@@ -64,27 +64,17 @@ import numpy as np
 import optax
 
 from fedpne_jax.core import checkpoints
-from fedpne_jax.core.algorithm import Algorithm, BaselineConfig
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.validation import check_int, check_real
+from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.algorithms.arms import arm_grid as arm_grid
 from fedpne_jax.core.config import MAX_CLIENTS
-from fedpne_jax.core.ordered import pairwise_mean, pairwise_sum
+from objectives.ordered import pairwise_mean, pairwise_sum
 
 INIT_STREAM = 0x494E4954        # fold_in tags of the run key
 NOISE_STREAM = 0x4E4F4953
 MAX_WIDTH = 1024
 TRAIN_CHUNK = 16                # history arms per gradient chunk
-
-
-def _int(name, value, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
-
-
-def _real(name, value, positive=True):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0 or (positive and value == 0) or value > 1e18:
-        raise ValueError(f"{name} must be a finite number {'>' if positive else '>='} 0 (and <= 1e18), got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,19 +99,19 @@ class FNUCBConfig(BaselineConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _int("num_clients (M)", self.num_clients, 1, MAX_CLIENTS)
+        check_int("num_clients (M)", self.num_clients, 1, MAX_CLIENTS)
         arm_grid.check_field(self.arms)
         arm_grid.check_noise_scale(self.noise_scale, self.noise)
-        _int("width", self.width, 1, MAX_WIDTH)
-        _real("lam", self.lam)
-        _real("nu", self.nu, positive=False)
-        _real("nu2", self.nu2, positive=False)
-        _real("lr", self.lr)
-        _int("train_steps", self.train_steps, 0, 2**20)
-        _int("train_every", self.train_every, 1, 2**30)
-        _int("train_until", self.train_until, 0, 2**31 - 1)
-        _int("alpha_delay", self.alpha_delay, 0, 2**30)
-        _int("alpha_ramp", self.alpha_ramp, 1, 2**30)
+        check_int("width", self.width, 1, MAX_WIDTH)
+        check_real("lam", self.lam, low=0.0, magnitude=1e18)
+        check_real("nu", self.nu, low=0.0, low_open=False, magnitude=1e18)
+        check_real("nu2", self.nu2, low=0.0, low_open=False, magnitude=1e18)
+        check_real("lr", self.lr, low=0.0, magnitude=1e18)
+        check_int("train_steps", self.train_steps, 0, 2**20)
+        check_int("train_every", self.train_every, 1, 2**30)
+        check_int("train_until", self.train_until, 0, 2**31 - 1)
+        check_int("alpha_delay", self.alpha_delay, 0, 2**30)
+        check_int("alpha_ramp", self.alpha_ramp, 1, 2**30)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,7 +163,7 @@ def check(config: FNUCBConfig, objective) -> None:
     arm_grid.check_total(config.arms, objective.dim)
 
 
-def make_static(config: FNUCBConfig, objective) -> Static:
+def make_static(config: FNUCBConfig, objective, tables=None) -> Static:
     return Static(per_dim=arm_grid.per_dim(config.arms, objective.dim), dim=objective.dim,
                   num_clients=config.num_clients, width=config.width, checkpoints=config.checkpoints,
                   noise_kind=config.noise_kind, horizon=config.horizon, train_steps=config.train_steps,
@@ -181,7 +171,7 @@ def make_static(config: FNUCBConfig, objective) -> Static:
                   alpha_ramp=config.alpha_ramp)
 
 
-def make_params(config: FNUCBConfig) -> Params:
+def make_params(config: FNUCBConfig, tables=None) -> Params:
     f32 = np.float32
     return Params(checkpoint_rounds=np.asarray(config.checkpoint_rounds, np.int32), lam=f32(config.lam),
                   nu=f32(config.nu), nu2=f32(config.nu2), lr=f32(config.lr), noise_scale=f32(config.noise_scale))
@@ -390,4 +380,5 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
 
 ALGORITHM = Algorithm(name="fnucb", config_type=FNUCBConfig, make_static=make_static, make_params=make_params,
                       run_single=run_single, metrics=("phases", "recommendation", "arms_pulled"), federated=True,
-                      check=check)
+                      check=check,
+                      styles=(("fnucb", Style("FN-UCB", "#bcbd22", "<")),))

@@ -1,25 +1,29 @@
-"""Per-run numbers derived on the host: the dynamic :class:`Params` pytree and the static shapes.
+"""A configuration's host plan, derived once: its depth tables, depth bound, first phase and table
+sizes, and from them the dynamic :class:`Params` pytree and the static shapes.
 
 Everything that depends on the depth h is tabulated here in float64 and exact integers, so the
 compiled program only indexes tables.  This keeps tau_h = ceil(c^2 L rho^(-2h) / nu1^2) exact (a
 float32 ceil can land on the wrong integer) and lets a grid of hyper-parameters be a stacked Params
-pytree vmapped together with the seeds.
+pytree vmapped together with the seeds.  :func:`plan` is cached per configuration: validation,
+capacity sizing, params and static all read the same tables instead of walking tau_h again.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
 
+from fedpne_jax.algorithms.fedpne.config import MAX_CAPACITY, FedPNEConfig
 from fedpne_jax.core import checkpoints
-from fedpne_jax.core.config import FedPNEConfig
+from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH, CapacityError
+from fedpne_jax.core.split import longest_dims
 
 TAU_SATURATION = 2**62    # above M (T + 1) for any int32 horizon and M, so n_h saturates at T + 1
-MAX_CAPACITY = 2**22      # the largest node table a run may grow to
 INT32_MAX = 2**31 - 1
+MAX_DEPTH = 4096
 
 
 class Params(NamedTuple):
@@ -42,69 +46,68 @@ def tau_at(config: FedPNEConfig, h: int) -> int:
     return math.ceil(config.c_value ** 2 * config.log_term / config.nu ** 2 * config.rho ** (-2 * h))
 
 
-def tau_table(config: FedPNEConfig, depth_limit: int) -> list[int]:
-    """tau_h for h = 0..depth_limit (beyond any n_h <= T once saturated)."""
-    return [tau_at(config, h) for h in range(depth_limit + 1)]
-
-
 def n_from_tau(tau: int, config: FedPNEConfig) -> int:
     return min(-(-tau // config.num_clients), config.horizon + 1)
 
 
-def depth_limit(config: FedPNEConfig) -> int:
-    """An upper bound on the depth of any phase a run can start.
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The host tables of one configuration (see :func:`plan`)."""
 
-    With g1 the first depth where tau > 1 and h_c the deepest depth whose phase can complete with
-    rounds left (n_h <= T - 1): a phase started right after one at depth h_prev <= h_c (or at the
-    root) expands only while |K| tau_h <= M with |K| >= k^(h - h_prev) and tau_h >= 2, or while
-    tau_h <= 1; hence h <= max(g1, h_c + 1) + log_k(M / 2) + 1.  The engine still flags any depth
-    beyond this bound, so an error in it could never truncate a run silently.
+    config: FedPNEConfig
+    taus: tuple             # tau_h for h = 0.. until it saturates (or a probe depth of 100,000)
+    depth_limit: int        # an upper bound on the depth of any phase a run can start
+    first_phase: int        # |K^1| after the initial expansions (some size above MAX_CAPACITY if larger)
+
+    def tau(self, h: int) -> int:
+        return self.taus[h] if h < len(self.taus) else tau_at(self.config, h)
+
+    @property
+    def initial_capacity(self) -> int:
+        """A node-table capacity that fits typical runs: room for all children of the first phase.
+        Runs that need more are detected (overflow flag) and rerun with a larger table."""
+        if self.config.capacity is not None:
+            return self.config.capacity
+        need = self.config.k * self.first_phase
+        return int(min(MAX_CAPACITY, max(8 * self.config.k, 1 << (need - 1).bit_length())))
+
+    def check(self) -> None:
+        """Configurations no node table can hold, refused before compiling."""
+        config = self.config
+        if self.first_phase > MAX_CAPACITY:
+            raise ValueError(f"rho={config.rho}, c={config.c_value}: tau_h <= 1 (or |K| tau_h <= M) down to a depth "
+                             f"where the first phase alone has more than {MAX_CAPACITY} nodes; raise c or lower rho")
+        if self.depth_limit > MAX_DEPTH:
+            raise ValueError(f"rho={config.rho}: the run could reach depth {self.depth_limit} > {MAX_DEPTH}; lower rho")
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(config: FedPNEConfig) -> Plan:
+    """The plan of ``config``, computed once.
+
+    depth_limit: with g1 the first depth where tau > 1 and h_c the deepest depth whose phase can
+    complete with rounds left (n_h <= T - 1), a phase started right after one at depth h_prev <= h_c
+    (or at the root) expands only while |K| tau_h <= M with |K| >= k^(h - h_prev) and tau_h >= 2, or
+    while tau_h <= 1; hence h <= max(g1, h_c + 1) + log_k(M / 2) + 1.  The engine still flags any
+    depth beyond this bound, so an error in it could never truncate a run silently.
     """
     probe = 64
     while True:
-        taus = tau_table(config, probe)
+        taus = [tau_at(config, h) for h in range(probe + 1)]
         if taus[-1] >= TAU_SATURATION or probe > 100_000:
             break
         probe *= 2
     g1 = next((h for h, t in enumerate(taus) if t > 1), len(taus))
     h_c = max((h for h, t in enumerate(taus) if n_from_tau(t, config) <= config.horizon - 1), default=-1)
     spread = int(math.floor(math.log(max(config.num_clients / 2.0, 1.0), config.k) + 1e-9))
-    return max(g1, h_c + 1, 0) + spread + 2
-
-
-def first_phase_size(config: FedPNEConfig, limit: int) -> int:
-    """|K^1| after the initial expansions (every node survives them); stops counting once it
-    exceeds ``limit`` (the result is then some size above the limit)."""
+    depth = max(g1, h_c + 1, 0) + spread + 2
+    tau = lambda h: taus[h] if h < len(taus) else tau_at(config, h)
     size, h = 1, 0
-    while tau_at(config, h) <= 1 or size * tau_at(config, h) <= config.num_clients:
+    while tau(h) <= 1 or size * tau(h) <= config.num_clients:
         size, h = size * config.k, h + 1
-        if size > limit:
+        if size > MAX_CAPACITY:
             break
-    return size
-
-
-MAX_DEPTH = 4096
-
-
-def check_feasible(config: FedPNEConfig) -> None:
-    """Configurations no node table can hold, refused before compiling."""
-    if first_phase_size(config, MAX_CAPACITY) > MAX_CAPACITY:
-        raise ValueError(f"rho={config.rho}, c={config.c_value}: tau_h <= 1 (or |K| tau_h <= M) down to a depth "
-                         f"where the first phase alone has more than {MAX_CAPACITY} nodes; raise c or lower rho")
-    depth = depth_limit(config)
-    if depth > MAX_DEPTH:
-        raise ValueError(f"rho={config.rho}: the run could reach depth {depth} > {MAX_DEPTH}; lower rho")
-
-
-def initial_capacity(config: FedPNEConfig) -> int:
-    """A node-table capacity that fits typical runs: room for all children of the first phase.
-
-    Runs that need more are detected (overflow flag) and rerun with a larger table.
-    """
-    if config.capacity is not None:
-        return config.capacity
-    need = config.k * first_phase_size(config, MAX_CAPACITY)
-    return int(min(MAX_CAPACITY, max(8 * config.k, 1 << (need - 1).bit_length())))
+    return Plan(config=config, taus=tuple(taus), depth_limit=depth, first_phase=size)
 
 
 def digits_per_word(k: int) -> int:
@@ -115,27 +118,42 @@ def digits_per_word(k: int) -> int:
     return s
 
 
-def longest_split_dims(lo, hi, k: int, depth: int) -> tuple[int, ...]:
-    """Split dimension per depth for split='longest', decided in exact rational arithmetic.
-
-    Every node of one depth has been split the same number of times along each dimension (the rule
-    is deterministic), so one dimension per depth describes the whole partition; exact arithmetic
-    makes ties (lowest index wins) reliable for any k and box.
-    """
-    widths = [Fraction(float(b)) - Fraction(float(a)) for a, b in zip(lo, hi)]
-    levels = [0] * len(widths)
-    dims = []
-    for _ in range(depth + 1):
-        sides = [w / Fraction(k) ** e for w, e in zip(widths, levels)]
-        d = max(range(len(sides)), key=lambda i: (sides[i], -i))
-        dims.append(d)
-        levels[d] += 1
-    return tuple(dims)
+class Tables(NamedTuple):
+    """The sizes a batch's program is compiled with: node-table rows and the depth the tables cover."""
+    capacity: int
+    depth: int
 
 
-def make_params(config: FedPNEConfig, depth: int) -> Params:
-    """Tables for depths 0..depth (``depth`` >= :func:`depth_limit` of every config in a batch)."""
-    taus = tau_table(config, depth)
+def tables(configs) -> Tables:
+    """Where a batch of configurations starts: the largest initial capacity and depth limit."""
+    plans = [plan(c) for c in configs]
+    return Tables(capacity=max(p.initial_capacity for p in plans), depth=max(p.depth_limit for p in plans))
+
+
+def grow(sizes: Tables, failed, allowed: bool, seeds) -> Tables:
+    """Larger tables for the runs ``failed`` (their outputs) that overflowed ``sizes``.
+
+    Depth tables double; a node table grows past the largest demand seen, with room for the phases
+    after it, or CapacityError when growing is not ``allowed`` or the table is at MAX_CAPACITY."""
+    capacity, depth = sizes
+    if np.any(failed.flags & FLAG_DEPTH):
+        depth *= 2
+    if np.any(failed.flags & FLAG_CAPACITY):
+        if not allowed:
+            raise CapacityError(f"node table of capacity {capacity} overflowed in {len(seeds)} seed(s) "
+                                f"(e.g. seed {int(seeds[0])}); rerun with grow=True or a larger capacity")
+        if capacity >= MAX_CAPACITY:
+            raise CapacityError(f"node table would need more than {MAX_CAPACITY} nodes (seed {int(seeds[0])}); "
+                                f"the configuration keeps too many nodes active")
+        demand = int(np.max(failed.max_active))
+        capacity = min(MAX_CAPACITY, max(4 * capacity, 1 << (demand - 1).bit_length()))
+    return Tables(capacity, depth)
+
+
+def make_params(config: FedPNEConfig, sizes: Tables) -> Params:
+    """Tables for depths 0..sizes.depth (at least the depth limit of every config in a batch)."""
+    depth = sizes.depth
+    taus = [plan(config).tau(h) for h in range(depth + 1)]
     n = [n_from_tau(t, config) for t in taus]
     M, L = config.num_clients, config.log_term
     conf = [config.c_value * math.sqrt(L / (M * ni)) for ni in n]
@@ -182,10 +200,12 @@ class Static:
         return checkpoints.rounds(self.horizon, self.checkpoints)
 
 
-def make_static(config: FedPNEConfig, objective, capacity: int, depth: int) -> Static:
+def make_static(config: FedPNEConfig, objective, sizes: Tables | None) -> Static:
+    """``sizes`` None: the static with the table sizes left out (capacity 1, depth 0), which is what
+    configurations must share to run as one grid."""
+    capacity, depth = sizes if sizes is not None else (1, 0)
     digits = digits_per_word(config.k)
-    split_dims = (longest_split_dims(objective.lo, objective.hi, config.k, depth)
-                  if config.split == "longest" else ())
+    split_dims = longest_dims(objective.lo, objective.hi, config.k, depth) if config.split == "longest" else ()
     return Static(
         num_clients=config.num_clients, horizon=config.horizon, k=config.k, dim=objective.dim,
         split=config.split, noise_kind=config.noise_kind, pull=config.pull,

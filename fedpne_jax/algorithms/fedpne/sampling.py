@@ -25,10 +25,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fedpne_jax.core import noise, philox
+from fedpne_jax.core import counters, noise
 from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.core import pulls as pulls_lib
-from fedpne_jax.core.ordered import inclusive_scan, pairwise_mean
+from objectives.ordered import inclusive_scan, pairwise_mean
 from fedpne_jax.algorithms.fedpne.plan import Params, Static
 
 
@@ -128,7 +128,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     node's gap, exactly as in the other samplers; with uniform points every pull's regret is f* - f
     at its own point, averaged over the clients."""
     cap, M, D, dt = static.capacity, static.num_clients, static.dim, static.float_dtype
-    key = philox.key_words(phase_key)
+    key = counters.key_words(phase_key)
     gauss_var = _gauss_var(static, params) if _has_gauss(static) else None
     kind = static.noise_kind
     uniform_points = static.pull == "uniform"

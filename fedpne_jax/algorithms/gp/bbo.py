@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from fedpne_jax.core.algorithm import Algorithm
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.validation import check_int, check_real
 from fedpne_jax.algorithms.gp import gp, gpucb
 from fedpne_jax.algorithms.gp.gpucb import Params, make_params
 
@@ -36,7 +37,7 @@ class BBOConfig(gpucb.GPUCBConfig):
     num_clients: int = 10
 
     def __post_init__(self):
-        gp.check_int("num_clients", self.num_clients, 1, MAX_CLIENTS)
+        check_int("num_clients", self.num_clients, 1, MAX_CLIENTS)
         super().__post_init__()
 
     def observations(self) -> int:
@@ -46,7 +47,7 @@ class BBOConfig(gpucb.GPUCBConfig):
 POLICY = gpucb.POLICY
 
 
-def make_static(config: BBOConfig, objective) -> gp.Static:
+def make_static(config: BBOConfig, objective, tables=None) -> gp.Static:
     return gp.make_static(config, objective, batch=config.num_clients)
 
 
@@ -55,4 +56,5 @@ def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
 
 
 ALGORITHM = Algorithm(name="bbo", config_type=BBOConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=gp.METRICS, federated=True, check=gp.check)
+                      run_single=run_single, metrics=gp.METRICS, federated=True, check=gp.check,
+                      styles=(("bbo", Style("BBO", "#7f7f7f", "h")),))

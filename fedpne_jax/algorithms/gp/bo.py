@@ -35,7 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.algorithm import Algorithm
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.validation import check_int, check_real
 from fedpne_jax.algorithms.gp import gp
 
 
@@ -48,9 +49,9 @@ class BOConfig(gp.GPConfig):
     initial: int = 5
 
     def __post_init__(self):
-        gp.check_real("noise_var", self.noise_var, low=0.0)
-        gp.check_real("xi", self.xi, low=0.0, low_open=False)
-        gp.check_int("initial", self.initial, 1)
+        check_real("noise_var", self.noise_var, low=0.0, magnitude=gp.GP_MAGNITUDE)
+        check_real("xi", self.xi, low=0.0, low_open=False, magnitude=gp.GP_MAGNITUDE)
+        check_int("initial", self.initial, 1)
         super().__post_init__()
 
 
@@ -64,7 +65,7 @@ class Params(NamedTuple):
     initial: np.ndarray
 
 
-def make_params(config: BOConfig) -> Params:
+def make_params(config: BOConfig, tables=None) -> Params:
     return Params(**gp.common_params(config), noise_var=np.float32(config.noise_var),
                   xi=np.float32(config.xi), initial=np.int32(min(config.initial, 2**31 - 1)))
 
@@ -149,13 +150,10 @@ POLICY = gp.Policy(noise_var=lambda params: params.noise_var, init=init, choose=
                    on_observation=on_observation, recommend=recommend)
 
 
-def make_static(config: BOConfig, objective) -> gp.Static:
-    return gp.make_static(config, objective)
-
-
 def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
     return gp.simulate(static, params, objective, key, POLICY, gp.global_rewards)
 
 
-ALGORITHM = Algorithm(name="bo", config_type=BOConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=gp.METRICS, check=gp.check)
+ALGORITHM = Algorithm(name="bo", config_type=BOConfig, make_static=gp.make_static, make_params=make_params,
+                      run_single=run_single, metrics=gp.METRICS, check=gp.check,
+                      styles=(("bo", Style("BO", "#e377c2", "*")),))

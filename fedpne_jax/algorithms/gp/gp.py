@@ -55,43 +55,21 @@ import math
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
-import jax.extend.random
 import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.core import checkpoints, noise
-from fedpne_jax.core.philox import key_words, unit_floats
-from fedpne_jax.core.algorithm import BaselineConfig
-from fedpne_jax.core.ordered import compensated_add, pairwise_mean, pairwise_sum
+from fedpne_jax.core.counters import threefry_words, unit_floats
+from fedpne_jax.core.config import BaselineConfig
+from fedpne_jax.core.validation import check_int, check_real
+from objectives.ordered import compensated_add, pairwise_mean, pairwise_sum
 
 KERNELS = ("exponential", "rbf", "matern52")
 CANDIDATE_KINDS = ("shifted", "grid", "random")
 MAX_CANDIDATES = 4096          # a run holds a K x K float32 matrix: 64 MiB per seed at this size
 MAX_TRACE = 4096
+GP_MAGNITUDE = 1e30            # real parameters become float32
 NOISE_WIDTH = 8                # noise is drawn for max(8, batch) slots; the first `batch` are used
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-
-def check_real(name: str, value, low=None, high=None, low_open=True, high_open=True) -> None:
-    """ValueError naming ``name`` unless value is a finite real in the stated interval."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-            or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
-    if high is not None and (value >= high if high_open else value > high):
-        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}")
-    if abs(value) > 1e30:
-        raise ValueError(f"{name} must be at most 1e30 in magnitude (it becomes a float32), got {value!r}")
-
-
-def check_int(name: str, value, low: int, high: Optional[int] = None) -> None:
-    if not _is_int(value) or value < low or (high is not None and value > high):
-        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +91,7 @@ class GPConfig(BaselineConfig):
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
-        check_real("lengthscale", self.lengthscale, low=0.0)
+        check_real("lengthscale", self.lengthscale, low=0.0, magnitude=GP_MAGNITUDE)
         if self.lengthscale < 1e-6:
             raise ValueError(f"lengthscale must be >= 1e-6 (unit-box coordinates), got {self.lengthscale!r}")
         if self.candidates not in CANDIDATE_KINDS:
@@ -155,13 +133,6 @@ def check(config: GPConfig, objective) -> None:
     resolve_candidates(config, objective.dim)
 
 
-def noise_level(config: BaselineConfig) -> float:
-    """The sub-Gaussian constant R of the run's observation noise: sigma for 'gaussian:sigma', a for
-    'uniform:a' (bounded in [-a, a]), 1/2 for Bernoulli rewards, 0 without noise."""
-    kind, scale = config.noise_kind, config.noise_scale
-    return {"gaussian": scale, "uniform": scale, "bernoulli": 0.5, "none": 0.0}[kind]
-
-
 @dataclasses.dataclass(frozen=True)
 class Static:
     """What decides a GP baseline's program: shapes and kinds (all hashable)."""
@@ -177,7 +148,7 @@ class Static:
     batch: int = 1               # points chosen per round (M for BBO)
 
 
-def make_static(config: GPConfig, objective, batch: int = 1) -> Static:
+def make_static(config: GPConfig, objective, tables=None, batch: int = 1) -> Static:
     K, n = resolve_candidates(config, objective.dim)
     return Static(num_candidates=K, per_dim=n, dim=objective.dim, candidates=config.candidates,
                   kernel=config.kernel, noise_kind=config.noise_kind, num_checkpoints=config.checkpoints,
@@ -201,9 +172,7 @@ def common_params(config: GPConfig) -> dict:
 
 def words(key, t, n: int):
     """The n random uint32 words of round t (1-based; 0 = the candidates) of the run with key ``key``."""
-    half = (n + 1) // 2
-    count = jnp.concatenate([jnp.full((half,), t, jnp.uint32), jnp.arange(half, dtype=jnp.uint32)])
-    return jax.extend.random.threefry_2x32(key_words(key), count)[:n]
+    return threefry_words(key, t, (n + 1) // 2)[:n]
 
 
 # ------------------------------------------------------------------ candidates and kernels

@@ -13,7 +13,7 @@ the GP posterior with noise variance lam (:mod:`fedpne_jax.baselines.gp`) and
   gain of the points actually chosen, (1/2) sum_{s<t} ln(1 + sigma_{s-1}^2(x_s) / lam)
   = (1/2) ln det(I + K_{t-1} / lam), accumulated in O(1) per round (a lower bound of gamma_{t-1}).
 * B = 1 (the RKHS norm of f is unknown; the objectives' values lie in [-1, 1] or so), delta = 0.1,
-  R = the noise's sub-Gaussian constant (gp.noise_level: sigma, a for uniform:a, 1/2 for Bernoulli,
+  R = the noise's sub-Gaussian constant (core.noise.subgaussian_scale: sigma, a/sqrt(3) for uniform:a, 1/2 for Bernoulli,
   0 without noise).
 * Kernel exp(-||x - y|| / l), l = 1 on the unit box (the public KernelTS code's kernel).
 * The maximisation is over a finite candidate set (gp: 100 randomly shifted mesh points in 1-D)
@@ -28,7 +28,9 @@ from typing import NamedTuple, Optional
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.algorithm import Algorithm
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.noise import subgaussian_scale
+from fedpne_jax.core.validation import check_int, check_real
 from fedpne_jax.algorithms.gp import gp
 
 
@@ -43,11 +45,11 @@ class GPUCBConfig(gp.GPConfig):
 
     def __post_init__(self):
         if self.lam is not None:
-            gp.check_real("lam", self.lam, low=0.0)
-        gp.check_real("B", self.B, low=0.0, low_open=False)
+            check_real("lam", self.lam, low=0.0, magnitude=gp.GP_MAGNITUDE)
+        check_real("B", self.B, low=0.0, low_open=False, magnitude=gp.GP_MAGNITUDE)
         if self.R is not None:
-            gp.check_real("R", self.R, low=0.0, low_open=False)
-        gp.check_real("delta", self.delta, low=0.0, high=1.0)
+            check_real("R", self.R, low=0.0, low_open=False, magnitude=gp.GP_MAGNITUDE)
+        check_real("delta", self.delta, low=0.0, high=1.0, magnitude=gp.GP_MAGNITUDE)
         super().__post_init__()
 
     def observations(self) -> int:
@@ -59,7 +61,7 @@ class GPUCBConfig(gp.GPConfig):
 
     @property
     def R_value(self) -> float:
-        return gp.noise_level(self) if self.R is None else float(self.R)
+        return subgaussian_scale(self.noise_kind, self.noise_scale) if self.R is None else float(self.R)
 
     def resolved(self) -> dict:
         out = super().resolved()
@@ -78,7 +80,7 @@ class Params(NamedTuple):
     log_inv_delta: np.ndarray
 
 
-def make_params(config: GPUCBConfig) -> Params:
+def make_params(config: GPUCBConfig, tables=None) -> Params:
     return Params(**gp.common_params(config), lam=np.float32(config.lam_value), B=np.float32(config.B),
                   R=np.float32(config.R_value), log_inv_delta=np.float32(math.log(1.0 / config.delta)))
 
@@ -100,13 +102,10 @@ POLICY = gp.Policy(noise_var=lambda params: params.lam, init=lambda static, para
                    choose=choose, on_choice=information_gain)
 
 
-def make_static(config: GPUCBConfig, objective) -> gp.Static:
-    return gp.make_static(config, objective)
-
-
 def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
     return gp.simulate(static, params, objective, key, POLICY, gp.global_rewards)
 
 
-ALGORITHM = Algorithm(name="gpucb", config_type=GPUCBConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=gp.METRICS, check=gp.check)
+ALGORITHM = Algorithm(name="gpucb", config_type=GPUCBConfig, make_static=gp.make_static, make_params=make_params,
+                      run_single=run_single, metrics=gp.METRICS, check=gp.check,
+                      styles=(("gpucb", Style("GP-UCB", "#8c564b", "X")),))

@@ -28,9 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.core import noise
-from fedpne_jax.core.algorithm import Algorithm
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.validation import check_int, check_real
 from fedpne_jax.algorithms.gp import gp
-from fedpne_jax.core.philox import unit_floats
+from fedpne_jax.core.counters import unit_floats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +40,8 @@ class KernelTSConfig(gp.GPConfig):
     nu: float = 1.0
 
     def __post_init__(self):
-        gp.check_real("lam", self.lam, low=0.0)
-        gp.check_real("nu", self.nu, low=0.0, low_open=False)
+        check_real("lam", self.lam, low=0.0, magnitude=gp.GP_MAGNITUDE)
+        check_real("nu", self.nu, low=0.0, low_open=False, magnitude=gp.GP_MAGNITUDE)
         super().__post_init__()
 
 
@@ -53,7 +54,7 @@ class Params(NamedTuple):
     nu: np.ndarray
 
 
-def make_params(config: KernelTSConfig) -> Params:
+def make_params(config: KernelTSConfig, tables=None) -> Params:
     return Params(**gp.common_params(config), lam=np.float32(config.lam), nu=np.float32(config.nu))
 
 
@@ -76,13 +77,10 @@ POLICY = gp.Policy(noise_var=lambda params: params.lam, init=lambda static, para
                    num_words=lambda static: static.num_candidates, draw=_normals)
 
 
-def make_static(config: KernelTSConfig, objective) -> gp.Static:
-    return gp.make_static(config, objective)
-
-
 def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
     return gp.simulate(static, params, objective, key, POLICY, gp.global_rewards)
 
 
-ALGORITHM = Algorithm(name="kernelts", config_type=KernelTSConfig, make_static=make_static,
-                      make_params=make_params, run_single=run_single, metrics=gp.METRICS, check=gp.check)
+ALGORITHM = Algorithm(name="kernelts", config_type=KernelTSConfig, make_static=gp.make_static,
+                      make_params=make_params, run_single=run_single, metrics=gp.METRICS, check=gp.check,
+                      styles=(("kernelts", Style("KernelTS", "#9467bd", "P")),))

@@ -49,7 +49,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.algorithm import Algorithm, BaselineConfig
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.validation import check_real
+from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.algorithms.trees import tree
 
 EXPANDS = ("leaf", "pyxab")
@@ -70,10 +72,10 @@ class HCTConfig(BaselineConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        tree.check_positive("nu", self.nu)
-        tree.check_positive("rho", self.rho, below=1.0)
-        tree.check_positive("c", self.c)
-        tree.check_positive("delta", self.delta)
+        check_real("nu", self.nu, low=0.0)
+        check_real("rho", self.rho, low=0.0, high=1.0)
+        check_real("c", self.c, low=0.0)
+        check_real("delta", self.delta, low=0.0)
         if self.delta > 1:
             raise ValueError(f"delta must be in (0, 1], got {self.delta!r}")
         tree.check_choice("split", self.split, tree.SPLITS)
@@ -173,7 +175,7 @@ class HCTParams(NamedTuple):
     noise_scale: np.ndarray  # ()
 
 
-def make_static(config: HCTConfig, objective) -> HCTStatic:
+def make_static(config: HCTConfig, objective, tables=None) -> HCTStatic:
     capacity, height = bounds(config)
     return HCTStatic(horizon=config.horizon, checkpoint_rounds=tuple(int(r) for r in config.checkpoint_rounds),
                      noise_kind=config.noise_kind, expand=config.expand,
@@ -181,7 +183,7 @@ def make_static(config: HCTConfig, objective) -> HCTStatic:
                      real=config.precision, chunk=tree.chunk_size(config.horizon))
 
 
-def make_params(config: HCTConfig) -> HCTParams:
+def make_params(config: HCTConfig, tables=None) -> HCTParams:
     _, height = bounds(config)
     real = np.dtype(config.precision)
     K = config.epochs
@@ -273,4 +275,5 @@ def run_single(static: HCTStatic, params: HCTParams, objective, key):
 
 ALGORITHM = Algorithm(name="hct", config_type=HCTConfig, make_static=make_static, make_params=make_params,
                       run_single=run_single, metrics=tree.METRICS,
-                      check=lambda config, objective: tree.check_objective(config.split, objective))
+                      check=lambda config, objective: tree.check_objective(config.split, objective),
+                      styles=(("hct", Style("HCT", "#1f77b4", "s")),))

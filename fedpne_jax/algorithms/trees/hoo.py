@@ -36,7 +36,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.algorithm import Algorithm, BaselineConfig
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.validation import check_int, check_real
+from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.algorithms.trees import tree
 
 
@@ -52,14 +54,11 @@ class HOOConfig(BaselineConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        tree.check_positive("nu", self.nu)
-        tree.check_positive("rho", self.rho, below=1.0)
-        if self.nu >= 1e30:
-            raise ValueError(f"nu must be < 1e30 (a float32), got {self.nu!r}")
-        if self.depth_limit is not None and (isinstance(self.depth_limit, bool) or not isinstance(self.depth_limit, int)
-                                             or self.depth_limit < 0):
-            raise ValueError(f"depth_limit must be an integer >= 0 (or None for PyXAB's default), "
-                             f"got {self.depth_limit!r}")
+        check_real("nu", self.nu, low=0.0)
+        check_real("rho", self.rho, low=0.0, high=1.0)
+        check_real("nu", self.nu, low=0.0, high=1e30)
+        if self.depth_limit is not None:
+            check_int("depth_limit (None for PyXAB's default)", self.depth_limit, 0)
         tree.check_choice("split", self.split, tree.SPLITS)
         tree.check_choice("precision", self.precision, tree.PRECISIONS)
         tree.check_height(self.height, f"depth_limit={self.limit}")
@@ -105,14 +104,14 @@ class HOOParams(NamedTuple):
     noise_scale: np.ndarray  # ()
 
 
-def make_static(config: HOOConfig, objective) -> HOOStatic:
+def make_static(config: HOOConfig, objective, tables=None) -> HOOStatic:
     return HOOStatic(horizon=config.horizon, checkpoint_rounds=tuple(int(r) for r in config.checkpoint_rounds),
                      noise_kind=config.noise_kind,
                      tree=tree.make_spec(config.capacity, config.height, objective, config.split, config.precision),
                      real=config.precision, chunk=tree.chunk_size(config.horizon))
 
 
-def make_params(config: HOOConfig) -> HOOParams:
+def make_params(config: HOOConfig, tables=None) -> HOOParams:
     real = np.dtype(config.precision)
     return HOOParams(explore=np.asarray(2 * math.log(config.horizon), real),
                      smooth=np.asarray([config.nu * config.rho ** h for h in range(config.height + 1)], real),
@@ -164,4 +163,5 @@ def run_single(static: HOOStatic, params: HOOParams, objective, key):
 
 ALGORITHM = Algorithm(name="hoo", config_type=HOOConfig, make_static=make_static, make_params=make_params,
                       run_single=run_single, metrics=tree.METRICS,
-                      check=lambda config, objective: tree.check_objective(config.split, objective))
+                      check=lambda config, objective: tree.check_objective(config.split, objective),
+                      styles=(("hoo", Style("T-HOO", "#17becf", "v")),))

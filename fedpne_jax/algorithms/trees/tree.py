@@ -35,16 +35,16 @@ arithmetic.
 from __future__ import annotations
 
 import dataclasses
-from fractions import Fraction
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend.random import threefry_2x32
 
 from fedpne_jax.core import noise
+from fedpne_jax.core.counters import threefry_words, unit_floats, unit_floats_52
 from fedpne_jax.core.errors import FLAG_CAPACITY
+from fedpne_jax.core.split import longest_dims
 
 SPLITS = ("random", "longest")
 PRECISIONS = ("float32", "float64")
@@ -119,21 +119,8 @@ def random_dim(u, dim: int):
     return jnp.minimum((u * dim).astype(jnp.int32), dim - 1)
 
 
-def longest_dims(lo, hi, height: int) -> tuple:
-    """Split dimension per depth 0..height for split='longest' (exact rationals, lowest index on ties)."""
-    widths = [Fraction(float(b)) - Fraction(float(a)) for a, b in zip(lo, hi)]
-    levels = [0] * len(widths)
-    dims = []
-    for _ in range(height + 1):
-        sides = [w / 2 ** e for w, e in zip(widths, levels)]
-        d = max(range(len(sides)), key=lambda i: (sides[i], -i))
-        dims.append(d)
-        levels[d] += 1
-    return tuple(dims)
-
-
 def make_spec(capacity: int, height: int, objective, split: str, real: str) -> TreeSpec:
-    dims = longest_dims(objective.lo, objective.hi, height) if split == "longest" and objective.dim > 1 else ()
+    dims = longest_dims(objective.lo, objective.hi, 2, height) if split == "longest" and objective.dim > 1 else ()
     return TreeSpec(capacity=int(capacity), height=int(height), dim=objective.dim, split=split, longest_dims=dims,
                     real=real)
 
@@ -377,14 +364,6 @@ def check_choice(name: str, value, choices) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
-def check_positive(name: str, value, below=None) -> None:
-    """A finite number > 0 (and < ``below`` when given); ValueError naming it otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    if below is not None and value >= below:
-        raise ValueError(f"{name} must be < {below}, got {value!r}")
-
-
 class Pull(NamedTuple):
     """The rounds' bookkeeping: the running regret, the curve, error flags and the optional trace."""
     regret: jax.Array
@@ -449,13 +428,8 @@ def _chunk_uniforms(key, c, chunk: int, dtype):
     one, and each costs about half a second of compile time), converted as jax.random.uniform does
     (23 random mantissa bits in float32, 52 in float64)."""
     n = 3 * chunk
-    counters = jnp.concatenate([jnp.full((n,), c, jnp.uint32), jnp.arange(n, dtype=jnp.uint32)])
-    words = threefry_2x32(jax.random.key_data(key), counters)
-    if jnp.dtype(dtype) == jnp.float64:
-        w = (words[:n].astype(jnp.uint64) << 32) | words[n:].astype(jnp.uint64)
-        u = jax.lax.bitcast_convert_type((w >> 12) | jnp.uint64(0x3FF0000000000000), jnp.float64) - 1.0
-    else:
-        u = jax.lax.bitcast_convert_type((words[:n] >> 9) | jnp.uint32(0x3F800000), jnp.float32) - 1.0
+    words = threefry_words(key, c, n)
+    u = unit_floats_52(words[:n], words[n:]) if jnp.dtype(dtype) == jnp.float64 else unit_floats(words[:n])
     return u.reshape(chunk, 3)
 
 

@@ -1,4 +1,8 @@
-"""Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011) in jnp.
+"""Counter-based random words and the uniforms made from them, for every algorithm of the package.
+
+Two standard counter-based generators: JAX's threefry2x32 (the baselines' per-round words, in counter
+mode on (round, index) pairs) and Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as
+1, 2, 3", SC 2011), here in jnp, for the per-pull block sampler.
 
 Why a second generator beside JAX's threefry: per-pull simulation is bound by random numbers, and on
 a CPU Philox4x32-10 gives about 4x the uniforms per second of threefry2x32 (10 rounds of two
@@ -15,6 +19,7 @@ precision.
 from __future__ import annotations
 
 import jax
+import jax.extend.random
 import jax.numpy as jnp
 
 ROUNDS = 10
@@ -58,3 +63,16 @@ def unit_floats(words, dtype=jnp.float32):
     if jnp.dtype(dtype) == jnp.float64:
         return words.astype(jnp.float64) * (2.0 ** -32)
     return jax.lax.bitcast_convert_type((words >> 9) | jnp.uint32(0x3F800000), jnp.float32) - 1.0
+
+
+def threefry_words(key, t, pairs: int):
+    """2 * ``pairs`` uint32 words of threefry2x32 under the run's key on the counter pairs (t, j),
+    j < pairs (one hash call for all of them): the first words of every pair, then the second ones."""
+    count = jnp.concatenate([jnp.full((pairs,), t, jnp.uint32), jnp.arange(pairs, dtype=jnp.uint32)])
+    return jax.extend.random.threefry_2x32(key_words(key), count)
+
+
+def unit_floats_52(high, low):
+    """Uniform [0, 1) float64 from two uint32 words: 52 random mantissa bits, as jax.random.uniform."""
+    w = (high.astype(jnp.uint64) << 32) | low.astype(jnp.uint64)
+    return jax.lax.bitcast_convert_type((w >> 12) | jnp.uint64(0x3FF0000000000000), jnp.float64) - 1.0

@@ -1,4 +1,7 @@
-"""Sums in a fixed order.
+"""Sums in a fixed order, shared by the objectives and the simulator.
+
+They live in the objectives package, the lowest layer (it imports nothing of fedpne_jax; fedpne_jax
+builds on it), because the objectives need them too: a point's value must not depend on its batch.
 
 XLA may reduce a small axis in different orders for different batch shapes (seen: the mean over 3
 clients differed in its last bit between a seed run alone and in a batch of 12).  A seed's numbers

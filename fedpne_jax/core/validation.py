@@ -1,0 +1,40 @@
+"""Checks of user-facing values, shared by every configuration: a ValueError naming the parameter,
+raised on the host before anything is traced or compiled.
+
+NumPy integer and floating scalars are accepted wherever Python ones are (a value read from an
+array is as good as a literal); booleans are refused where a number is meant.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value, low: int, high: int | None = None) -> None:
+    """``value`` is an integer in [low, high] (high None: no upper bound)."""
+    if not is_int(value) or value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
+
+
+def check_real(name: str, value, low=None, high=None, low_open: bool = True, high_open: bool = True,
+               magnitude: float | None = None) -> None:
+    """``value`` is a finite real number in the stated interval (open or closed at each end), and at
+    most ``magnitude`` in absolute value when given (it must survive float32 arithmetic)."""
+    if not is_real(value) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    if high is not None and (value >= high if high_open else value > high):
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}")
+    if magnitude is not None and abs(value) > magnitude:
+        raise ValueError(f"{name} must be at most {magnitude:g} in magnitude (it becomes a float32), got {value!r}")

@@ -1,0 +1,87 @@
+"""The contract every registered algorithm keeps, tested over the registry (tests/conftest.py):
+``fp.run(fp.make_config(name, ...), objective, seeds)`` works for every name; a seed alone equals the
+same seed in a batch, bit for bit; result i of a grid equals a separate run of configuration i; the
+curve has the checkpoints' shape, never decreases and ends at the final regret; a plain run raises
+no flag; bad parameters are refused by name before anything compiles."""
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+import objectives
+from conftest import COMMON_BAD, CONTRACT, M
+from fedpne_jax.core import executor, registry
+
+SEEDS = 6
+
+
+def _objective():
+    return objectives.make_objective("garland", num_clients=M)
+
+
+def _config(name, **changes):
+    options, _ = CONTRACT[name]
+    return fp.make_config(name, **{**options, "noise": "gaussian:0.2", **changes})
+
+
+@pytest.fixture(scope="module")
+def batches():
+    return {}
+
+
+def _batch(batches, name):
+    if name not in batches:
+        batches[name] = fp.run(_config(name), _objective(), seeds=SEEDS, base_seed=4)
+    return batches[name]
+
+
+def test_run_by_name_and_curve_shape(algorithm, batches):
+    res = _batch(batches, algorithm)
+    assert res.algorithm == algorithm and res.num_seeds == SEEDS
+    config = _config(algorithm)
+    assert res.curves.shape == (SEEDS, config.checkpoints)
+    np.testing.assert_array_equal(res.checkpoints, config.checkpoint_rounds)
+    assert res.checkpoints[-1] == config.horizon
+    assert np.all(np.diff(res.curves, axis=1) >= -1e-4 * np.abs(res.curves[:, 1:]).max())
+    np.testing.assert_allclose(res.curves[:, -1], res.final_regret, rtol=1e-6)
+    assert np.all(res.final_regret > 0) and len(set(res.final_regret.tolist())) > 1
+    for metric in registry.get(algorithm).metrics:
+        assert getattr(res, metric).shape[0] == SEEDS
+
+
+def test_seed_alone_equals_batch(algorithm, batches):
+    res = _batch(batches, algorithm)
+    alone = fp.run(_config(algorithm), _objective(), seeds=[3], base_seed=4)
+    np.testing.assert_array_equal(alone.final_regret[0], res.final_regret[3])
+    np.testing.assert_array_equal(alone.curves[0], res.curves[3])
+    for name, value in alone.metrics.items():
+        np.testing.assert_array_equal(value[0], res.metrics[name][3])
+
+
+def test_grid_equals_separate_runs(algorithm):
+    configs = [_config(algorithm, noise=noise) for noise in ("gaussian:0.1", "gaussian:0.4")]
+    traces = executor.trace_count()
+    grid = fp.run_grid(configs, _objective(), seeds=3, base_seed=1)
+    assert executor.trace_count() - traces <= 1          # the noise scale is data: one program
+    for config, res in zip(configs, grid):
+        alone = fp.run(config, _objective(), seeds=3, base_seed=1)
+        np.testing.assert_array_equal(res.final_regret, alone.final_regret)
+        np.testing.assert_array_equal(res.curves, alone.curves)
+    assert not np.array_equal(grid[0].final_regret, grid[1].final_regret)
+
+
+def test_plain_run_raises_no_flag(algorithm):
+    algo = registry.get(algorithm)
+    config, objective = _config(algorithm), _objective()
+    tables = algo.tables([config]) if algo.tables is not None else None
+    out, _, _ = executor.execute(algo.run_single, algo.make_static(config, objective, tables),
+                                 algo.make_params(config, tables), objective, 0, np.arange(3))
+    np.testing.assert_array_equal(out.flags, 0)
+
+
+def test_bad_parameters_are_refused_by_name(algorithm):
+    _, bad = CONTRACT[algorithm]
+    for name, value in COMMON_BAD + bad:
+        with pytest.raises(ValueError, match=name):
+            _config(algorithm, **{name: value})
+    with pytest.raises(ValueError, match="no parameter 'bogus'"):
+        _config(algorithm, bogus=1)
