@@ -25,14 +25,13 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+import harness  # noqa: E402  (the project on the import path)
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-import reference  # noqa: E402
+from tests.support import reference  # noqa: E402
 from fedpne_jax.core.run import compiled_memory  # noqa: E402
-from fedpne_jax.core.result import device_name, versions  # noqa: E402
+from fedpne_jax.core.result import device_name  # noqa: E402
 
 
 def reference_rate(config, objective, runs: int, per_pull: bool) -> float:
@@ -74,15 +73,6 @@ def engine_row_subprocess(M: int, T: int, seeds: int, repeats: int) -> dict:
 # table(rows) -> str (otherwise every row's keys are printed as columns).
 SECTIONS = {"perpull": "bench_perpull", "scale": "bench_scale", "trees": "bench_trees", "federated": "bench_federated", "gp": "bench_gp",
             "objectives": "bench_objectives"}
-
-
-def generic_table(rows: list[dict]) -> str:
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    fmt = lambda v: f"{v:,.4g}" if isinstance(v, float) else str(v)
-    cells = [[fmt(r.get(k, "")) for k in keys] for r in rows]
-    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
-    line = lambda items: "  ".join(x.rjust(w) for x, w in zip(items, widths))
-    return "\n".join([line(keys), "-" * len(line(keys))] + [line(c) for c in cells])
 
 
 def engine_rows(quick: bool) -> list[dict]:
@@ -133,7 +123,6 @@ def main(argv=None) -> int:
     unknown = [n for n in names if n != "engine" and n not in SECTIONS]
     if unknown:
         ap.error(f"unknown sections {unknown}; choose from engine,{','.join(SECTIONS)}")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     results = {}
     print(f"device: {device_name()}")
     for name in names:
@@ -143,15 +132,11 @@ def main(argv=None) -> int:
         else:
             module = importlib.import_module(SECTIONS[name])
             rows = module.rows(args.quick)
-            text = module.table(rows) if hasattr(module, "table") else generic_table(rows)
+            text = module.table(rows) if hasattr(module, "table") else harness.generic_table(rows)
         results[name] = rows
         print(f"\n## {name}\n{text}", flush=True)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"process peak RSS: {rss:.0f} MB")
-    with open(args.out, "w") as fh:
-        json.dump({"device": device_name(), "versions": versions(), "sections": results,
-                   "process_peak_rss_mb": rss}, fh, indent=1)
-    print(f"wrote {args.out}")
+    print(f"process peak RSS: {harness.peak_rss_mb():.0f} MB")
+    harness.report(results, args.out)
     return 0
 
 

@@ -15,8 +15,6 @@ seeds x T x M per second.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
@@ -24,14 +22,13 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+import harness  # noqa: E402,F401  (the project on the import path)
 
 import jax  # noqa: E402
 
 import objectives  # noqa: E402
-import reference  # noqa: E402
-import reference_fed1ucb  # noqa: E402
+from tests.support import reference  # noqa: E402
+from tests.support import reference_fed1ucb  # noqa: E402
 from fedpne_jax.core import executor  # noqa: E402
 import fedpne_jax as fp  # noqa: E402
 from fedpne_jax.algorithms.arms import arm_grid as arms, fed1ucb, fnucb  # noqa: E402
@@ -68,7 +65,7 @@ def fed1ucb_reference_rate(config, objective, runs: int) -> float:
 
 def fnucb_reference_rate(config, objective) -> float:
     """Rounds per second of the explicit NumPy FN-UCB (tests/test_fnucb.py) over ``config.horizon`` rounds."""
-    from test_fnucb import np_fnucb
+    from tests.test_fnucb import np_fnucb
     prob = _problem(objective)
     k = arms.per_dim(config.arms, objective.dim)
     key = executor.seed_key(0, 0)
@@ -120,26 +117,16 @@ def rows(quick: bool) -> list[dict]:
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="fewer seeds and shorter horizons (a smoke run)")
-    ap.add_argument("--out", default="bench_federated.json")
-    args = ap.parse_args(argv)
-    table = rows(args.quick)
+def table(rows_: list[dict]) -> str:
     header = f"{'name':<24} {'seeds':>6} {'T':>7} {'seconds':>9} {'pulls/s':>12} {'ref pulls/s':>12} {'x ref':>8} " \
              f"{'compile s':>9}"
-    print(f"device: {device_name()}")
-    print(header)
-    print("-" * len(header))
-    for r in table:
+    lines = [header, "-" * len(header)]
+    for r in rows_:
         ratio = f"{r['ratio']:.1f}" if r["ratio"] is not None else "-"
-        print(f"{r['name']:<24} {r['seeds']:>6} {r['T']:>7} {r['seconds']:>9.3f} {r['pulls_per_s']:>12.4g} "
-              f"{r['reference_pulls_per_s']:>12.4g} {ratio:>8} {r.get('compile_s', float('nan')):>9.2f}")
-    with open(args.out, "w") as fh:
-        json.dump({"device": device_name(), "rows": table}, fh, indent=1)
-    print(f"wrote {args.out}")
-    return 0
+        lines.append(f"{r['name']:<24} {r['seeds']:>6} {r['T']:>7} {r['seconds']:>9.3f} {r['pulls_per_s']:>12.4g} "
+                     f"{r['reference_pulls_per_s']:>12.4g} {ratio:>8} {r.get('compile_s', float('nan')):>9.2f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(__doc__, rows, table, "bench_federated.json"))

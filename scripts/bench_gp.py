@@ -15,8 +15,6 @@ ratios are conservative.  ``ratio`` is JAX pulls/s over the reference's at the s
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
@@ -24,15 +22,14 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+import harness  # noqa: E402,F401  (the project on the import path)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import objectives  # noqa: E402
-import reference  # noqa: E402
-import reference_gp  # noqa: E402
+from tests.support import reference  # noqa: E402
+from tests.support import reference_gp  # noqa: E402
 from fedpne_jax.core import executor  # noqa: E402
 import fedpne_jax as fp  # noqa: E402
 from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernelts  # noqa: E402
@@ -162,18 +159,5 @@ def table(rows_: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="T up to 1,000 (BBO 100), one repeat")
-    ap.add_argument("--out", default="bench_gp.json")
-    args = ap.parse_args(argv)
-    result = rows(args.quick)
-    print(table(result))
-    with open(args.out, "w") as fh:
-        json.dump({"device": device_name(), "rows": result}, fh, indent=1)
-    print(f"wrote {args.out}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(__doc__, rows, table, "bench_gp.json"))

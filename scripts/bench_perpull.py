@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
+import harness  # noqa: E402,F401  (the project on the import path)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -55,7 +55,7 @@ def engine_case(M: int, T: int, seeds: int, pull: str, repeats: int) -> dict:
     objective = objectives.make_objective("garland", M)
     first = fp.run(config, objective, seeds=seeds)
     config = config.replace(capacity=first.capacity)
-    best = min(fp.run(config, objective, seeds=seeds).run_seconds for _ in range(repeats))
+    best = harness.best_run_seconds(lambda: fp.run(config, objective, seeds=seeds), repeats)
     mem = compiled_memory(config, objective, seeds)
     return dict(seconds=best, compile_seconds=first.compile_seconds, capacity=first.capacity,
                 xla_buffers_mb=(mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes) / 2**20,
@@ -84,16 +84,11 @@ def floor_seconds(uniforms: int, generator: str, repeats: int = 3) -> float:
             return sum(counters.unit_floats(w) for w in words).sum()
     fn = jax.jit(lambda: jax.lax.fori_loop(0, slabs, lambda i, acc: acc + draw(i), jnp.float32(0)))
     jax.block_until_ready(fn())
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - start)
-    return best * uniforms / (slabs * slab)
+    return harness.best_seconds(lambda: jax.block_until_ready(fn()), repeats) * uniforms / (slabs * slab)
 
 
 def numpy_seconds_per_run(M, T, pull, runs: int) -> float:
-    import reference
+    from tests.support import reference
     objective = objectives.make_objective("garland", M)
     prob = reference.problem(objective.name, M, objective.dim, shifts=np.asarray(objective.data["shift"], np.float64))
     config = _config(M, T, pull)
@@ -168,6 +163,9 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--case":
-    M, T, seeds, pull, repeats = sys.argv[2:7]
-    print(json.dumps(engine_case(int(M), int(T), int(seeds), pull, int(repeats))))
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--case":
+        M, T, seeds, pull, repeats = sys.argv[2:7]
+        print(json.dumps(engine_case(int(M), int(T), int(seeds), pull, int(repeats))))
+    else:
+        sys.exit(harness.main(__doc__, rows, table, "bench_perpull.json"))

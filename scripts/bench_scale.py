@@ -28,7 +28,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import harness  # noqa: E402,F401  (the project on the import path)
 
 M, T, CHECKPOINTS = 10, 10_000, 100
 GRID_C = [round(0.02 + 0.01 * i, 2) for i in range(20)]
@@ -50,8 +50,6 @@ def sweep_row(seeds: int, memory_gb: float, devices: str = "all", repeats: int =
     and the fastest execution counts, as this machine's load moves single timings by tens of percent."""
     import jax
     import fedpne_jax as fp
-    from fedpne_jax.core import executor
-from fedpne_jax.core import executor
     from fedpne_jax.core.result import device_name
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -157,13 +155,9 @@ def main(argv=None) -> int:
             else grid_row(int(rest[0]), int(rest[1]))
         print(json.dumps(row))
         return 0
-    from fedpne_jax.core.result import device_name, versions
     result = rows(args.quick, args.memory_gb)
-    print(f"device: {device_name()}")
     print(table(result))
-    with open(args.out, "w") as fh:
-        json.dump({"device": device_name(), "versions": versions(), "rows": result}, fh, indent=1)
-    print(f"wrote {args.out}")
+    harness.report({"scale": result}, args.out)
     return 0
 
 

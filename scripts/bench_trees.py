@@ -17,8 +17,6 @@ also reports both mean regrets (PyXAB's over its few timed runs).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import sys
@@ -27,14 +25,13 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+import harness  # noqa: E402,F401  (the project on the import path)
 
 import objectives  # noqa: E402
 import fedpne_jax as fp  # noqa: E402
 from fedpne_jax.algorithms.trees import hct, hoo  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
-from reference import FUNCTIONS  # noqa: E402
+from tests.support.reference import FUNCTIONS  # noqa: E402
 
 SIGMA = 0.1
 REFERENCE_ROUNDS = {"hct": None, "hoo": 1000}     # None: the whole horizon
@@ -78,8 +75,8 @@ def pyxab_rate(name: str, T: int, runs: int, rounds=None):
 
 def numpy_rate(name: str, T: int, runs: int):
     """(pulls/s, mean regret, label) of the NumPy reference (tests/reference_*.py, path updates)."""
-    import reference_hct
-    import reference_hoo
+    from tests.support import reference_hct
+    from tests.support import reference_hoo
     rng = np.random.default_rng(0)
     fn = reference_hct.hct if name == "hct" else reference_hoo.hoo
     start = time.perf_counter()
@@ -89,11 +86,9 @@ def numpy_rate(name: str, T: int, runs: int):
 
 
 def batched(name: str, config, objective, seeds: int, repeats: int) -> dict:
-    algorithm = hct.ALGORITHM if name.startswith("hct") else hoo.ALGORITHM
     first = fp.run(config, objective, seeds=seeds)       # compiles
-    times = [first.run_seconds] + [fp.run(config, objective, seeds=seeds).run_seconds
-                                   for _ in range(repeats - 1)]
-    best = min(times)
+    best = min(first.run_seconds, harness.best_run_seconds(lambda: fp.run(config, objective, seeds=seeds), repeats - 1)) \
+        if repeats > 1 else first.run_seconds
     return dict(name=name, seeds=seeds, T=config.horizon, seconds=best, pulls_per_s=seeds * config.horizon / best,
                 compile_seconds=first.compile_seconds, regret_mean=float(first.final_regret.mean()),
                 nodes_mean=float(first.nodes.mean()), capacity=first.config["capacity"])
@@ -124,26 +119,18 @@ def rows(quick: bool) -> list[dict]:
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="T = 2,000 and 1 or 100 seeds (a smoke run)")
-    ap.add_argument("--out", default="bench_trees.json")
-    args = ap.parse_args(argv)
-    table = rows(args.quick)
-    print(f"{'name':10} {'seeds':>6} {'T':>6} {'seconds':>9} {'pulls/s':>12} {'ref pulls/s':>12} {'ratio':>8}  "
-          f"{'compile s':>9}  reference")
-    for r in table:
-        print(f"{r['name']:10} {r['seeds']:6d} {r['T']:6d} {r['seconds']:9.3f} {r['pulls_per_s']:12.4g} "
-              f"{r['reference_pulls_per_s']:12.4g} {r['ratio']:8.1f}  {r['compile_seconds']:9.2f}  {r['reference']}")
-    for r in table:
+def table(rows_: list[dict]) -> str:
+    lines = [f"{'name':10} {'seeds':>6} {'T':>6} {'seconds':>9} {'pulls/s':>12} {'ref pulls/s':>12} {'ratio':>8}  "
+             f"{'compile s':>9}  reference"]
+    for r in rows_:
+        lines.append(f"{r['name']:10} {r['seeds']:6d} {r['T']:6d} {r['seconds']:9.3f} {r['pulls_per_s']:12.4g} "
+                     f"{r['reference_pulls_per_s']:12.4g} {r['ratio']:8.1f}  {r['compile_seconds']:9.2f}  {r['reference']}")
+    for r in rows_:
         if "reference_regret_mean" in r:
-            print(f"{r['name']}: mean regret R(T) {r['regret_mean']:.2f} over {r['seeds']} seeds; "
-                  f"{r['reference']}: {r['reference_regret_mean']:.2f} over {r['reference_runs']} run(s)")
-    print(f"device: {table[0]['device']}")
-    with open(args.out, "w") as fh:
-        json.dump(table, fh, indent=1)
-    return 0
+            lines.append(f"{r['name']}: mean regret R(T) {r['regret_mean']:.2f} over {r['seeds']} seeds; "
+                         f"{r['reference']}: {r['reference_regret_mean']:.2f} over {r['reference_runs']} run(s)")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(__doc__, rows, table, "bench_trees.json"))

@@ -2,17 +2,13 @@
 sweep) gives the numbers recorded in tests/data/behaviour.npz, bit for bit.  The fixture was written
 by ``python scripts/record_behaviour.py --write`` before the package was reorganised: a change of
 layout or API that changes any draw or any summation order fails here."""
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
-import record_behaviour  # noqa: E402
+from tests.support.behaviour import FIXTURE, collect, compare
 
 
 def test_recorded_runs_are_unchanged():
-    with np.load(record_behaviour.FIXTURE) as data:
+    with np.load(FIXTURE) as data:
         recorded = {k.replace("__", "/"): data[k] for k in data.files}
     assert len(recorded) > 100
-    assert record_behaviour.compare(recorded, record_behaviour.collect()) == []
+    assert compare(recorded, collect()) == []

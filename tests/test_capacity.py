@@ -4,7 +4,7 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax.algorithms.fedpne.plan import plan
-from helpers import make
+from tests.support.helpers import make
 
 CONFIG = fp.FedPNEConfig(num_clients=4, horizon=5_000, noise="gaussian:0.1", split="random")
 

@@ -8,7 +8,7 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
-from conftest import COMMON_BAD, CONTRACT, M
+from tests.support.contract import COMMON_BAD, CONTRACT, M
 from fedpne_jax.core import executor, registry
 
 SEEDS = 6
@@ -32,6 +32,10 @@ def _batch(batches, name):
     if name not in batches:
         batches[name] = fp.run(_config(name), _objective(), seeds=SEEDS, base_seed=4)
     return batches[name]
+
+
+def test_every_algorithm_has_a_contract_entry():
+    assert sorted(CONTRACT) == sorted(fp.ALGORITHMS)
 
 
 def test_run_by_name_and_curve_shape(algorithm, batches):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from helpers import make, random_split_fn, reference_run
+from tests.support.helpers import make, random_split_fn, reference_run
 
 RTOL = 1e-5
 

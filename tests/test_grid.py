@@ -8,7 +8,7 @@ from fedpne_jax.algorithms.fedpne import ALGORITHM as FEDPNE
 from fedpne_jax.algorithms.fedpne.plan import Tables, make_params
 from fedpne_jax.core import grid
 from fedpne_jax.core.run import run_pairs, stack_params, static_key
-from helpers import make
+from tests.support.helpers import make
 
 # c values chosen with one depth limit, so the three separate runs also share one program.
 CONFIG = fp.FedPNEConfig(num_clients=3, horizon=600, noise="gaussian:0.3", checkpoints=4, capacity=32)

@@ -7,7 +7,7 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
-import reference
+from tests.support import reference
 from objectives import heterogeneity
 
 M = 4

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import objectives
-import reference
+from tests.support import reference
 
 POINTS = {
     1: np.array([[0.0], [0.1], [0.37], [0.5], [math.pi / 6], [0.93], [1.0]]),

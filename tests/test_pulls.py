@@ -146,8 +146,8 @@ def test_row_sums_handle_partial_blocks_and_rows():
         s = np.arange(n)
         for m in range(M):
             quads = pulls.PULL_BLOCK // 4
-            block, within = s // pulls.PULL_BLOCK, s % pulls.PULL_BLOCK
-            lanes = numpy_philox((block * quads + within % quads, np.full(n, j), np.full(n, m), np.zeros(n)), key)
+            b, within = s // pulls.PULL_BLOCK, s % pulls.PULL_BLOCK
+            lanes = numpy_philox((b * quads + within % quads, np.full(n, j), np.full(n, m), np.zeros(n)), key)
             want = ((np.choose(within // quads, lanes) >> 9) / 2**23).sum()
             np.testing.assert_allclose(float(table[j, m]), want, rtol=1e-6)
     assert np.all(np.asarray(table[2:]) == 0)

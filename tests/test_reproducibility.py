@@ -7,7 +7,7 @@ import pytest
 import fedpne_jax as fp
 from fedpne_jax.core import executor
 import objectives
-from helpers import make
+from tests.support.helpers import make
 
 CONFIG = fp.FedPNEConfig(num_clients=3, horizon=600, noise="gaussian:0.3", split="random", checkpoints=8,
                          capacity=32)

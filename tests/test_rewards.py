@@ -11,7 +11,7 @@ import pytest
 import fedpne_jax as fp
 from fedpne_jax.algorithms.fedpne import partition, sampling as rewards
 from fedpne_jax.algorithms.fedpne.plan import Tables, make_params, make_static, plan
-from helpers import make
+from tests.support.helpers import make
 
 DRAWS = 4000
 N_PULLS = 5

@@ -10,7 +10,7 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax.core import grid, sharding
-from test_grid import C_VALUES, CONFIG, SEEDS, objective
+from tests.test_grid import C_VALUES, CONFIG, SEEDS, objective
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Seed counts that 4 does not divide (the run axis is padded, the padded runs dropped), all within the
@@ -23,11 +23,11 @@ CHILD = textwrap.dedent("""
     import sys
     import jax
     import numpy as np
-    sys.path[:0] = [{root!r}, {tests!r}]
+    sys.path[:0] = [{root!r}]
     {setup}
     import fedpne_jax as fp
     from fedpne_jax.core import grid
-    from test_grid import C_VALUES, CONFIG, objective
+    from tests.test_grid import C_VALUES, CONFIG, objective
     run = fp.run(CONFIG.replace(c=C_VALUES[1]), objective(), seeds={run_seeds}, base_seed=3, devices="all")
     grid_runs = fp.run_grid(grid.product(CONFIG, c=C_VALUES), objective(), seeds={grid_seeds}, base_seed=3) \
         if {with_grid} else []
@@ -41,7 +41,7 @@ CHILD = textwrap.dedent("""
 
 
 def child_script(out, setup="", with_grid=True):
-    return CHILD.format(root=ROOT, tests=os.path.join(ROOT, "tests"), setup=setup, run_seeds=RUN_SEEDS,
+    return CHILD.format(root=ROOT, setup=setup, run_seeds=RUN_SEEDS,
                         grid_seeds=GRID_SEEDS, with_grid=with_grid, out=str(out))
 
 
@@ -84,10 +84,10 @@ def test_four_devices_equal_one(tmp_path):
 EXPLICIT_CHILD = textwrap.dedent("""
     import sys
     import numpy as np
-    sys.path[:0] = [{root!r}, {tests!r}]
+    sys.path[:0] = [{root!r}]
     import fedpne_jax as fp
-    from helpers import make
-    from test_reproducibility import EXPLICIT
+    from tests.support.helpers import make
+    from tests.test_reproducibility import EXPLICIT
     run = fp.run(EXPLICIT.replace(horizon=2000), make("himmelblau", 2, dim=2), seeds=[4, 0, 3, 1, 2], base_seed=5,
                  devices="all")
     np.savez({out!r}, final=run.final_regret, curves=run.curves, phases=run.phases,
@@ -98,10 +98,10 @@ EXPLICIT_CHILD = textwrap.dedent("""
 def test_explicit_sampler_on_four_devices_equals_one(tmp_path):
     """Per-pull draws are keyed by (phase, pull, row, client): 5 runs padded to 8 over 4 devices give
     the numbers of one device."""
-    from helpers import make
-    from test_reproducibility import EXPLICIT
+    from tests.support.helpers import make
+    from tests.test_reproducibility import EXPLICIT
     out = tmp_path / "explicit.npz"
-    script = EXPLICIT_CHILD.format(root=ROOT, tests=os.path.join(ROOT, "tests"), out=str(out))
+    script = EXPLICIT_CHILD.format(root=ROOT, out=str(out))
     child = subprocess.Popen([sys.executable, "-c", script], env=child_env(4), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     single = fp.run(EXPLICIT.replace(horizon=2000), make("himmelblau", 2, dim=2), seeds=5, base_seed=5, devices=1)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from helpers import make, reference_run, two_sample_z
+from tests.support.helpers import make, reference_run, two_sample_z
 
 SEEDS = 200
 

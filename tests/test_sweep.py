@@ -14,7 +14,7 @@ import fedpne_jax as fp
 from fedpne_jax.core import grid
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.cli import main
-from test_grid import C_VALUES, CONFIG, SEEDS, objective
+from tests.test_grid import C_VALUES, CONFIG, SEEDS, objective
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

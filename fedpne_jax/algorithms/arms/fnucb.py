@@ -55,7 +55,6 @@ Simplifications, stated:
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import NamedTuple, Optional
 
 import jax

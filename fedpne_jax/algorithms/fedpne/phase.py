@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from fedpne_jax.algorithms.fedpne import partition, sampling as rewards
 from fedpne_jax.algorithms.fedpne.plan import Params, Static
 
-from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH, FLAG_NONFINITE, FLAG_RANGE  # noqa: F401
+from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH
 
 
 class RunState(NamedTuple):

@@ -30,7 +30,7 @@ import numpy as np
 
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.noise import subgaussian_scale
-from fedpne_jax.core.validation import check_int, check_real
+from fedpne_jax.core.validation import check_real
 from fedpne_jax.algorithms.gp import gp
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from fedpne_jax.core import noise
 from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.validation import check_int, check_real
+from fedpne_jax.core.validation import check_real
 from fedpne_jax.algorithms.gp import gp
 from fedpne_jax.core.counters import unit_floats
 

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from reference import FUNCTIONS
-from reference_hct import Node, RefRun, all_nodes, backward_b, best_child, checkpoint_rounds, longest_dim, \
+from tests.support.reference import FUNCTIONS
+from tests.support.reference_hct import Node, RefRun, all_nodes, backward_b, best_child, checkpoint_rounds, longest_dim, \
     make_children, noisy, path_b
 
 

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from reference import FUNCTIONS
+from tests.support.reference import FUNCTIONS
 
 
 class Node:

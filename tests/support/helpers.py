@@ -7,7 +7,7 @@ import numpy as np
 
 import fedpne_jax as fp
 import objectives
-import reference
+from tests.support import reference
 from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.algorithms.fedpne.engine import run_keys
 from fedpne_jax.core.executor import seed_key
@@ -51,3 +51,15 @@ def assert_same_tree_run(out, i, ref):
     assert (out.nodes[i], out.depth[i]) == (ref.nodes, ref.depth)
     np.testing.assert_allclose(out.curve[i], ref.curve, rtol=2e-5)  # float32 sums of float32 values
     assert out.flags[i] == 0
+
+
+def assert_regret_per_round_falls(curves, checkpoint_rounds):
+    """The mean regret per round of the second half of a run is below 0.9 times the first half's
+    (regret grows sublinearly); returns the mean curve."""
+    rounds = np.asarray(checkpoint_rounds)
+    mean = np.asarray(curves).mean(axis=0)
+    half = len(rounds) // 2 - 1
+    first = mean[half] / rounds[half]
+    second = (mean[-1] - mean[half]) / (rounds[-1] - rounds[half])
+    assert second < 0.9 * first
+    return mean
