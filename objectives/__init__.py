@@ -1,24 +1,26 @@
 """Objectives for fedpne-jax: the :class:`Objective` protocol, the built-in test functions and the
 paper's real-world objectives.
 
-``make_objective(name, num_clients, heterogeneity, seed, dim, amplitude)`` builds a registered
-objective; write your own by constructing :class:`Objective` with plain JAX functions (see
-objective.py).  ``REGISTRY`` holds the synthetic test functions, ``REAL_REGISTRY`` the real-world
-objectives (landmine, covid, digits) and ``OBJECTIVES`` both; ``spec(name)`` and
-``default_size(name)`` give an objective's defaults.
+``make_objective(name, num_clients, heterogeneity, seed, dim, amplitude, instance)`` builds a
+registered objective; write your own by constructing :class:`Objective` with plain JAX functions
+(see objective.py).  ``REGISTRY`` holds the synthetic test functions, ``REAL_REGISTRY`` the
+real-world objectives (landmine, covid, digits), ``BBOB_REGISTRY`` COCO's 24 noiseless BBOB
+functions ('bbob-f1' ... 'bbob-f24', see bbob.py) and ``OBJECTIVES`` all of them; ``spec(name)``
+and ``default_size(name)`` give an objective's defaults.
 """
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Callable
 
 import jax
 import numpy as np
 
 from objectives.heterogeneity import (DEFAULT_AMPLITUDE, HETEROGENEITIES, client_shifts, fourier_perturbation,
-                                      heterogeneous_parts)
+                                      heterogeneous_parts, heterogeneous_parts_on_base)
 from objectives.objective import Objective
-from objectives import covid, digits, landmine, synthetic
+from objectives import bbob, covid, digits, landmine, synthetic
 
 # The real objectives' clients differ by construction (their own data / region), so they have their
 # own heterogeneity kinds: 'intrinsic' (client m's own objective) and 'none' (every client sees the
@@ -76,6 +78,26 @@ class RealSpec:
     fixed_dim = True
 
 
+@dataclasses.dataclass(frozen=True)
+class BBOBSpec:
+    """A noiseless BBOB function of COCO: reward -(f_k(x) - f_opt) on [-5, 5]^D, f* = 0 (regret is
+    COCO's precision).  ``make_objective`` picks COCO's instance (``instance``, default 1)."""
+    function: int
+    source: str
+    lo: float = bbob.LO
+    hi: float = bbob.HI
+    f_star: float = 0.0
+    default_dim: int = 2
+    fixed_dim: bool = False
+    default_clients: int = 10
+    default_horizon: int = 10_000
+    default_seeds: int = 100
+    max_clients: int | None = None
+    default_heterogeneity: str = "shift"
+    heterogeneities: tuple = bbob.HETEROGENEITIES
+    kind: str = "bbob"
+
+
 def _build_landmine(num_clients, key):
     return landmine.make_data(num_clients, key), landmine.F_STAR
 
@@ -122,7 +144,12 @@ REAL_REGISTRY = {
         domain="(batch size, learning rate, weight decay) in [1, 100] x [1e-6, 1] x [1e-6, 0.5]"),
 }
 
-OBJECTIVES = {**REGISTRY, **REAL_REGISTRY}
+BBOB_REGISTRY = {
+    f"bbob-f{k}": BBOBSpec(k, f"COCO's noiseless BBOB f{k}, {bbob.NAMES[k]} (Hansen et al. 2009), instances as in COCO")
+    for k in range(1, bbob.NUM_FUNCTIONS + 1)
+}
+
+OBJECTIVES = {**REGISTRY, **REAL_REGISTRY, **BBOB_REGISTRY}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,9 +162,16 @@ class Homogeneous:
 
 
 def spec(name: str):
-    """The registry entry of ``name`` (synthetic or real)."""
+    """The registry entry of ``name`` (synthetic, real or BBOB)."""
     if name not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {sorted(OBJECTIVES)}, got {name!r}")
+        number = re.fullmatch(r"bbob-f(\d+)", name) if isinstance(name, str) else None
+        if number:
+            k = int(number.group(1))
+            hint = f"write it as 'bbob-f{k}'" if 1 <= k <= bbob.NUM_FUNCTIONS else f"got function number {k}"
+            raise ValueError(f"objective {name!r}: the BBOB function number must be 1 to {bbob.NUM_FUNCTIONS} "
+                             f"('bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}'); {hint}")
+        raise ValueError(f"objective must be one of {sorted({**REGISTRY, **REAL_REGISTRY})} or 'bbob-f1' ... "
+                         f"'bbob-f{bbob.NUM_FUNCTIONS}', got {name!r}")
     return OBJECTIVES[name]
 
 
@@ -161,15 +195,22 @@ def default_heterogeneity(name: str, noise_kind: str | None = None) -> str:
 
 
 def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = None, seed: int = 0,
-                   dim: int | None = None, amplitude: float | None = None) -> Objective:
+                   dim: int | None = None, amplitude: float | None = None, instance: int | None = None) -> Objective:
     """A registered objective for ``num_clients`` clients.
 
-    ``heterogeneity``: None gives the objective's default ('shift' for the synthetic functions,
-    'intrinsic' for the real ones).  Synthetic functions take 'none', 'shift' or 'fourier'
-    (``amplitude``, default 0.1, scales the zero-sum Fourier perturbations); real objectives take
-    'intrinsic' or 'none'.  ``seed`` keys the heterogeneity (shifts, Fourier features) and the real
-    objectives' choice of fields / regions / shards: it is part of the problem instance, so every run
-    of a batch sees the same local objectives, as in the paper's experiments.
+    ``heterogeneity``: None gives the objective's default ('shift' for the synthetic and BBOB
+    functions, 'intrinsic' for the real ones).  Synthetic and BBOB functions take 'none', 'shift' or
+    'fourier' (``amplitude``, default 0.1, scales the zero-sum Fourier perturbations); real
+    objectives take 'intrinsic' or 'none'.  ``seed`` keys the heterogeneity (shifts, Fourier
+    features) and the real objectives' choice of fields / regions / shards: it is part of the
+    problem instance, so every run of a batch sees the same local objectives, as in the paper's
+    experiments.
+
+    BBOB functions ('bbob-f1' ... 'bbob-f24', any dim >= 2, dim 1 for f1, f2, f10, f11) take COCO's
+    ``instance`` number (default 1; refused for the other objectives) and a fourth heterogeneity,
+    'instances': client m sees COCO's instance ``instance + m`` (instances 1..M by default) and
+    the global objective is the clients' mean reward, whose f* is found by a search (see
+    :func:`objectives.bbob.instances_f_star`).
     """
     s = spec(name)
     if heterogeneity is None:
@@ -178,13 +219,18 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
         raise ValueError(f"num_clients must be an integer >= 1, got {num_clients!r}")
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed <= 2**31 - 1:
         raise ValueError(f"seed must be an int in [0, 2^31 - 1], got {seed!r}")
+    if instance is not None and s.kind != "bbob":
+        raise ValueError(f"instance applies to the BBOB objectives ('bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}') "
+                         f"only, not to objective {name!r}")
     if dim is None:
         dim = s.default_dim
-    if not isinstance(dim, int) or dim < 1:
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
         raise ValueError(f"dim must be a positive integer, got {dim!r}")
     if s.fixed_dim and dim != s.default_dim:
         raise ValueError(f"dim: objective {name!r} is defined in dimension {s.default_dim} only, got {dim}")
     key = jax.random.fold_in(jax.random.key(seed), 0)
+    if s.kind == "bbob":
+        return _make_bbob(name, s, num_clients, heterogeneity, key, dim, amplitude, instance)
     if s.kind == "real":
         return _make_real(name, s, num_clients, heterogeneity, key, amplitude)
     lo, hi = (float(s.lo),) * dim, (float(s.hi),) * dim
@@ -211,6 +257,30 @@ def _make_real(name, s: RealSpec, num_clients, heterogeneity, key, amplitude) ->
                      data=data)
 
 
+def _make_bbob(name, s: BBOBSpec, num_clients, heterogeneity, key, dim, amplitude, instance) -> Objective:
+    k = s.function
+    dim = bbob.check_dim(k, dim)
+    instance = 1 if instance is None else bbob.check_instance(instance)
+    if heterogeneity not in s.heterogeneities:
+        raise ValueError(f"heterogeneity of objective {name!r} must be one of {s.heterogeneities}, "
+                         f"got {heterogeneity!r}")
+    lo, hi = (float(s.lo),) * dim, (float(s.hi),) * dim
+    reward = bbob.Reward(k)
+    if heterogeneity == "instances":
+        if amplitude is not None:
+            raise ValueError(f"amplitude applies to heterogeneity 'fourier' only, got heterogeneity {heterogeneity!r}")
+        numbers = [bbob.check_instance(instance + m) for m in range(num_clients)]
+        data = {"base": bbob.stacked_arrays([bbob.instance(k, dim, i) for i in numbers])}
+        f_star = 0.0 if num_clients == 1 else bbob.instances_f_star(k, dim, numbers)[0]
+        return Objective(name=name, lo=lo, hi=hi, f_star=f_star, num_clients=num_clients,
+                         global_fn=bbob.InstanceMean(reward), local_fn=bbob.InstanceLocal(reward), data=data)
+    base = bbob.device_arrays(bbob.instance(k, dim, instance))
+    global_fn, local_fn, data = heterogeneous_parts_on_base(heterogeneity, reward, base, num_clients, key, lo=lo, hi=hi,
+                                                            amplitude=amplitude)
+    return Objective(name=name, lo=lo, hi=hi, f_star=float(s.f_star), num_clients=num_clients,
+                     global_fn=global_fn, local_fn=local_fn, data=data)
+
+
 __all__ = ["Objective", "make_objective", "spec", "default_size", "default_seeds", "default_heterogeneity", "REGISTRY",
-           "REAL_REGISTRY", "OBJECTIVES", "HETEROGENEITIES", "REAL_HETEROGENEITIES", "DEFAULT_AMPLITUDE",
-           "client_shifts", "fourier_perturbation"]
+           "REAL_REGISTRY", "BBOB_REGISTRY", "OBJECTIVES", "HETEROGENEITIES", "REAL_HETEROGENEITIES",
+           "DEFAULT_AMPLITUDE", "client_shifts", "fourier_perturbation"]

@@ -102,21 +102,61 @@ def client_shifts(key, num_clients: int) -> jax.Array:
     return s - jnp.mean(s)
 
 
+def heterogeneity_data(kind: str, num_clients: int, key, lo=None, hi=None, amplitude=None) -> dict:
+    """The data of heterogeneity ``kind``: {} for 'none', the centred shifts for 'shift', the shared
+    features and client weights for 'fourier' (``lo``, ``hi``: the box; ``amplitude`` default
+    ``DEFAULT_AMPLITUDE``).  An amplitude with another heterogeneity is refused."""
+    if kind not in HETEROGENEITIES:
+        raise ValueError(f"heterogeneity must be one of {HETEROGENEITIES}, got {kind!r}")
+    if kind != "fourier" and amplitude is not None:
+        raise ValueError(f"amplitude applies to heterogeneity 'fourier' only, got heterogeneity {kind!r}")
+    if kind == "none":
+        return {}
+    if kind == "shift":
+        return {"shift": client_shifts(key, num_clients)}
+    amplitude = DEFAULT_AMPLITUDE if amplitude is None else check_amplitude(amplitude)
+    if lo is None or hi is None:
+        raise ValueError("heterogeneity 'fourier' needs the box (lo, hi)")
+    return fourier_data(key, num_clients, lo, hi, amplitude)
+
+
 def heterogeneous_parts(kind: str, f, num_clients: int, key, lo=None, hi=None, amplitude=None):
     """(global_fn, local_fn, data) for base function f under the given heterogeneity.
 
     ``lo``, ``hi`` (the box) and ``amplitude`` are used by ``fourier`` only (amplitude default
     ``DEFAULT_AMPLITUDE``); an amplitude with another heterogeneity is refused.
     """
-    if kind not in HETEROGENEITIES:
-        raise ValueError(f"heterogeneity must be one of {HETEROGENEITIES}, got {kind!r}")
-    if kind != "fourier" and amplitude is not None:
-        raise ValueError(f"amplitude applies to heterogeneity 'fourier' only, got heterogeneity {kind!r}")
-    if kind == "none":
-        return GlobalOnly(f), SameForAll(f), {}
-    if kind == "shift":
-        return GlobalOnly(f), Shifted(f), {"shift": client_shifts(key, num_clients)}
-    amplitude = DEFAULT_AMPLITUDE if amplitude is None else check_amplitude(amplitude)
-    if lo is None or hi is None:
-        raise ValueError("heterogeneity 'fourier' needs the box (lo, hi)")
-    return GlobalOnly(f), FourierPerturbed(f), fourier_data(key, num_clients, lo, hi, amplitude)
+    data = heterogeneity_data(kind, num_clients, key, lo=lo, hi=hi, amplitude=amplitude)
+    local = {"none": SameForAll, "shift": Shifted, "fourier": FourierPerturbed}[kind]
+    return GlobalOnly(f), local(f), data
+
+
+# Base functions that read data of their own (an instance's arrays, under data["base"]).
+@dataclasses.dataclass(frozen=True)
+class GlobalOnBase:
+    f: Callable
+
+    def __call__(self, data, x):
+        return self.f(data["base"], x)
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalOnBase:
+    f: Callable
+    kind: str
+
+    def __call__(self, data, x, m):
+        value = self.f(data["base"], x)
+        if self.kind == "shift":
+            return value + data["shift"][m]
+        if self.kind == "fourier":
+            return value + fourier_perturbation(data, x, m)
+        return value
+
+
+def heterogeneous_parts_on_base(kind: str, f, base, num_clients: int, key, lo=None, hi=None, amplitude=None):
+    """As :func:`heterogeneous_parts` for a base function ``f(base, x)`` that reads its own data
+    ``base``: the objective's data is {"base": base} plus the heterogeneity's data, and the global
+    objective stays exactly f(base, x)."""
+    data = heterogeneity_data(kind, num_clients, key, lo=lo, hi=hi, amplitude=amplitude)
+    return GlobalOnBase(f), LocalOnBase(f, kind), {"base": base, **data}

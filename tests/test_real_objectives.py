@@ -329,7 +329,8 @@ def test_registry_defaults():
         assert 1 <= M_default <= s.max_clients and T_default >= 100
         assert objectives.default_heterogeneity(name) == "intrinsic"
     assert objectives.default_size("garland") == (10, 10_000)
-    assert set(objectives.REGISTRY) | set(objectives.REAL_REGISTRY) == set(objectives.OBJECTIVES)
+    assert set(objectives.REGISTRY) | set(objectives.REAL_REGISTRY) | set(objectives.BBOB_REGISTRY) \
+        == set(objectives.OBJECTIVES)
 
 
 # ------------------------------------------------------------------------------------- Fed-PNE runs
