@@ -5,7 +5,8 @@ paper's real-world objectives.
 objective; write your own by constructing :class:`Objective` with plain JAX functions (see
 objective.py).  ``REGISTRY`` holds the synthetic test functions, ``REAL_REGISTRY`` the real-world
 objectives (landmine, covid, digits) and ``OBJECTIVES`` both; ``spec(name)`` and
-``default_size(name)`` give an objective's defaults.
+``default_size(name)`` give an objective's defaults.  ``from_python`` and ``from_pyxab`` wrap NumPy
+functions and PyXAB objectives (evaluated on the host, see python.py).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from objectives.heterogeneity import (DEFAULT_AMPLITUDE, HETEROGENEITIES, client
                                       heterogeneous_parts)
 from objectives.objective import Objective
 from objectives import covid, digits, landmine, synthetic
+from objectives.python import PythonObjectiveError, from_python, from_pyxab
 
 # The real objectives' clients differ by construction (their own data / region), so they have their
 # own heterogeneity kinds: 'intrinsic' (client m's own objective) and 'none' (every client sees the
@@ -209,4 +211,4 @@ def _make_real(name, s: RealSpec, num_clients, heterogeneity, key, amplitude) ->
 
 __all__ = ["Objective", "make_objective", "spec", "default_size", "default_seeds", "default_heterogeneity", "REGISTRY",
            "REAL_REGISTRY", "OBJECTIVES", "HETEROGENEITIES", "REAL_HETEROGENEITIES", "DEFAULT_AMPLITUDE",
-           "client_shifts", "fourier_perturbation"]
+           "client_shifts", "fourier_perturbation", "from_python", "from_pyxab", "PythonObjectiveError"]
