@@ -209,8 +209,9 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
 
 def _make_real(name, s: RealSpec, num_clients, heterogeneity, key, amplitude) -> Objective:
     if heterogeneity not in s.heterogeneities:
+        unit = "field" if name.startswith("landmine") else "region" if name == "covid" else "data shard"
         raise ValueError(f"heterogeneity: objective {name!r} has intrinsic client heterogeneity (each client its own "
-                         f"{'field' if name.startswith('landmine') else 'region' if name == 'covid' else 'data shard'}); "
+                         f"{unit}); "
                          f"use one of {s.heterogeneities}, got {heterogeneity!r}")
     if amplitude is not None:
         raise ValueError(f"amplitude applies to heterogeneity 'fourier' of the synthetic functions only, "
