@@ -33,9 +33,10 @@ def _run_parser(sub):
     p = sub.add_parser("run", help="run an algorithm (Fed-PNE by default) for a batch of seeds",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--algorithm", default="fedpne", choices=registry.NAMES)
-    p.add_argument("--objective", default="garland", help="an objective of objectives.REGISTRY, e.g. garland, "
-                   "doublesine, himmelblau, ackley, rastrigin, landmine, covid, digits")
-    p.add_argument("--dim", type=int, default=None, help="dimension (ackley, rastrigin)")
+    p.add_argument("--objective", default="garland", help="a registered objective, e.g. garland, doublesine, "
+                   "himmelblau, ackley, rastrigin, landmine, landmine-sklearn, covid, digits, bbob-f1 ... bbob-f24")
+    p.add_argument("--dim", type=int, default=None, help="dimension (ackley, rastrigin, bbob-*)")
+    p.add_argument("--instance", type=int, default=None, help="COCO's instance number of a bbob-* objective (1)")
     p.add_argument("--clients", type=int, default=None, help="M (default: the objective's, 10 for synthetic ones)")
     p.add_argument("--horizon", type=int, default=None, help="T, rounds per client (default: the objective's, "
                    "10000 for synthetic ones)")
@@ -202,6 +203,7 @@ def cmd_run(args) -> int:
     config = run_config(args, clients, horizon)
     objective = objectives.make_objective(args.objective, num_clients=clients,
                                           heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim,
+                                          instance=args.instance,
                                           **({} if args.amplitude is None else {"amplitude": args.amplitude}))
     extra = {"grow": not args.no_grow} if args.algorithm == "fedpne" else {}
     seeds = args.seeds if args.seeds is not None else objectives.default_seeds(args.objective)

@@ -25,7 +25,7 @@ float64 at most 2e-12, 3e-10 for f16, f19, f23 (high-frequency terms); float32 a
 
 The instance data are leaves of the objective's ``data`` (f_opt is not needed: it cancels), the
 function number is static, so objectives that differ only in their instance share one compiled
-program.  Reductions over coordinates use fedpne_jax.ordered, so a point's value does not depend
+program.  Reductions over coordinates use objectives.ordered, so a point's value does not depend
 on its batch; matrix-vector products are written as such sums for the same reason.
 
 D = 1 is accepted only for f1, f2, f10 and f11: the other functions divide by D - 1 (NaN in COCO)
@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.ordered import pairwise_mean, pairwise_sum
+from objectives.ordered import pairwise_mean, pairwise_sum
 
 NUM_FUNCTIONS = 24
 LO, HI = -5.0, 5.0

@@ -1,7 +1,7 @@
 """Synthetic test functions of the X-armed bandit literature, as plain JAX functions of one point.
 
 Every function maximises; ``f_star`` is the exact supremum on the stated box.  Sums over coordinates
-use fedpne_jax.ordered so that a point's value does not depend on the batch it is evaluated in.
+use objectives.ordered so that a point's value does not depend on the batch it is evaluated in.
 """
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def engine_row_subprocess(M: int, T: int, seeds: int, repeats: int) -> dict:
 
 # Further sections, one module each beside this script: rows(quick) -> list of dicts, and optionally
 # table(rows) -> str (otherwise every row's keys are printed as columns).
-SECTIONS = {"perpull": "bench_perpull", "scale": "bench_scale", "trees": "bench_trees", "federated": "bench_federated", "gp": "bench_gp",
+SECTIONS = {"perpull": "bench_perpull", "python": "bench_python_objectives", "scale": "bench_scale", "trees": "bench_trees", "federated": "bench_federated", "gp": "bench_gp",
             "objectives": "bench_objectives"}
 
 

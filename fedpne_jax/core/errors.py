@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from objectives.errors import MissingExtra, ObjectiveError
+
+__all__ = ["FLAG_CAPACITY", "FLAG_DEPTH", "FLAG_NONFINITE", "FLAG_RANGE", "CapacityError", "ObjectiveError",
+           "MissingExtra", "raise_for_objective"]
+
 FLAG_CAPACITY = 1     # a node table overflowed
 FLAG_DEPTH = 2        # a run went deeper than the host-computed tables
 FLAG_NONFINITE = 4    # the objective returned NaN or inf at a point that was used
@@ -14,10 +19,6 @@ FLAG_RANGE = 8        # a value outside [0, 1] met Bernoulli rewards
 
 class CapacityError(RuntimeError):
     """The node table was too small and growing it was disabled (or hit the maximum)."""
-
-
-class ObjectiveError(ValueError):
-    """The objective returned NaN/inf, or a value a reward model cannot use (Bernoulli outside [0, 1])."""
 
 
 def raise_for_objective(name: str, flags: np.ndarray, seed_ids: np.ndarray) -> None:
@@ -29,7 +30,3 @@ def raise_for_objective(name: str, flags: np.ndarray, seed_ids: np.ndarray) -> N
                 else "returned values outside [0, 1], which Bernoulli rewards cannot use")
         raise ObjectiveError(f"objective {name!r} {what} (seeds {which[:10].tolist()}"
                              f"{' ...' if which.size > 10 else ''}); no result was produced")
-
-
-class MissingExtra(RuntimeError):
-    """An optional dependency (an extra of the package, e.g. ``plot``) is not installed."""

@@ -21,6 +21,7 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from fedpne_jax.core import sharding
+from objectives.python import host_errors
 from fedpne_jax.core.validation import is_int
 
 
@@ -142,12 +143,16 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
         if jax.config.jax_disable_jit:
             p, base, i, g, o = device_args(params, base_seed, ids, grid, None, objective)
             start = time.perf_counter()
-            out = batch(run_single, static, p, o, base, i, g)
+            with host_errors(objective):
+                out = batch(run_single, static, p, o, base, i, g)
             return jax.tree.map(lambda a: np.asarray(a)[:n], out), 0.0, time.perf_counter() - start
         p, base, i, g, o = device_args(params, base_seed, ids, grid, mesh, objective)
         exe, compile_s = executable(run_single, static, p, o, base, i, g, selected)
         start = time.perf_counter()
-        out = jax.block_until_ready(exe(p, o, base, i, g))
+        # A Python objective's exception is kept on the host while the program runs (the call
+        # returns NaN) and raised here with its own message, before the flags are read.
+        with host_errors(objective):
+            out = jax.block_until_ready(exe(p, o, base, i, g))
         run_s = time.perf_counter() - start
         return jax.tree.map(lambda a: sharding.gather(a)[:n], out), compile_s, run_s
 

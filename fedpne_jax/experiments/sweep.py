@@ -2,7 +2,8 @@
 
 Format (TOML shown; JSON takes the same keys)::
 
-    objectives = ["garland", "doublesine"]      # names, or tables {name, dim, heterogeneity, seed, amplitude}
+    objectives = ["garland", "doublesine"]      # names, or tables {name, dim, heterogeneity, seed, amplitude,
+                                                #   instance (bbob-*: COCO's instance number)}
     algorithms = ["fedpne"]                     # default ["fedpne"]
     clients = [10]                              # M values (default [10])
     horizon = [10000]                           # T values (default [10000])
@@ -82,7 +83,8 @@ class Entry:
     def make_objective(self):
         o = self.objective
         return objectives.make_objective(o["name"], num_clients=o["num_clients"], heterogeneity=o["heterogeneity"],
-                                         seed=o["seed"], dim=o["dim"], amplitude=o.get("amplitude"))
+                                         seed=o["seed"], dim=o["dim"], amplitude=o.get("amplitude"),
+                                         instance=o.get("instance"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,9 +229,9 @@ def _objective(item, heterogeneity, seed) -> dict:
     if isinstance(item, str):
         item = {"name": item}
     if not isinstance(item, dict) or "name" not in item or set(item) - {"name", "dim", "heterogeneity", "seed",
-                                                                         "amplitude"}:
+                                                                         "amplitude", "instance"}:
         raise SweepError(f"sweep: an objective is a name or a table with name and optionally dim, heterogeneity, "
-                         f"seed, amplitude; got {item!r}")
+                         f"seed, amplitude, instance; got {item!r}")
     name = item["name"]
     if name not in objectives.OBJECTIVES:
         raise SweepError(f"sweep: objective must be one of {sorted(objectives.OBJECTIVES)}, got {name!r}")
@@ -248,6 +250,14 @@ def _objective(item, heterogeneity, seed) -> dict:
         if not is_real(amplitude) or not amplitude >= 0:
             raise SweepError(f"sweep: amplitude of {name!r} must be a number >= 0, got {amplitude!r}")
         out["amplitude"] = amplitude
+    if "instance" in item:
+        # Left out unless given, so definitions without one keep their hash.
+        instance = item["instance"]
+        if spec.kind != "bbob":
+            raise SweepError(f"sweep: instance applies to the bbob-* objectives only, got it for {name!r}")
+        if not is_int(instance) or instance < 1:
+            raise SweepError(f"sweep: instance of {name!r} must be an integer >= 1, got {instance!r}")
+        out["instance"] = instance
     return out
 
 
