@@ -178,6 +178,10 @@ def test_every_figure_builds_draws_and_summarises(tmp_path):
     res = results["horizons-covid"]
     panel = next(p for p in comm["panels"] if p["objective"] == "covid" and p["metric"] == "uploads")
     assert panel["series"][0]["mean"] == [100.0 + j for j in res.find(objective="covid")]
+    # The BBOB figure: one panel per function and dimension, each with Fed-PNE, HCT and BBO.
+    bbob = json.load(open(tmp_path / "figures" / "bbob.json"))
+    assert len(bbob["panels"]) == len(figures.BBOB) == 8
+    assert all([s["key"] for s in p["series"]] == ["fedpne", "hct", "bbo"] for p in bbob["panels"])
     # fig3's Garland panel holds each compared algorithm once, with its study's final regrets.
     fig3 = json.load(open(tmp_path / "figures" / "fig3.json"))
     garland = fig3["panels"][0]

@@ -323,6 +323,9 @@ def _entry(index, name, objective, M, T, fixed, point, federated) -> Entry:
               "horizon": T, **point}
     if "amplitude" in objective:
         labels["amplitude"] = objective["amplitude"]
+    if objective["name"].startswith("bbob-"):
+        # A BBOB sweep crosses functions with dimensions and instances: say which one a run had.
+        labels.update(dim=objective["dim"], instance=objective.get("instance", 1))
     try:
         config = registry.make_config(name, **options)
     except (ValueError, TypeError) as err:

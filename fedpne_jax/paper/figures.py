@@ -78,6 +78,10 @@ def _decades(lo: int, hi: int, per_decade: int = 2) -> tuple:
 
 
 # Clients' objectives f + p_m with zero-sum smooth random p_m (objectives/heterogeneity.py), by amplitude.
+BBOB_FUNCTIONS = (1, 8, 15, 21)     # sphere, Rosenbrock, rotated Rastrigin, Gallagher 101 peaks
+BBOB_DIMS = (2, 5)
+BBOB = tuple({"name": f"bbob-f{f}", "dim": d} for d in BBOB_DIMS for f in BBOB_FUNCTIONS)
+BBOB_NAMES = {1: "sphere", 8: "Rosenbrock", 15: "Rastrigin", 21: "Gallagher 101"}
 FOURIER = tuple({"name": f, "heterogeneity": "fourier", "amplitude": a} for f in SYNTHETIC for a in (0.0, 0.1, 0.3, 1.0, 3.0))
 
 STUDIES = {s.name: s for s in [
@@ -119,6 +123,8 @@ STUDIES = {s.name: s for s in [
     Study("heterogeneity", FOURIER, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4), minutes=0.1),
     # BBO pools the clients' values as if they came from one objective, so differing optima mislead it.
     Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=1.1),
+    Study("bbob", BBOB, ("fedpne", "hct", "bbo"), full=Size((10_000,), 50), quick=Size((300,), 3),
+          params={"hct": HCT}, minutes=3.0),
     Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
           minutes=0.1),
@@ -294,6 +300,18 @@ def _heterogeneity(r) -> list[dict]:
     return panels
 
 
+def _bbob(r) -> list[dict]:
+    res = r["bbob"]
+    panels = []
+    for d in BBOB_DIMS:
+        for f in BBOB_FUNCTIONS:
+            name = f"bbob-f{f}"
+            series = [curve(res, _one(res, objective=name, dim=d, algorithm=a), _label(a), a)
+                      for a in ("fedpne", "hct", "bbo")]
+            panels.append(_regret_panel(name, f"f{f} {BBOB_NAMES[f]}, D = {d}", series))
+    return panels
+
+
 def _horizon(r, study, objective) -> int:
     res = r[study]
     return res.configs[res.find(objective=objective)[0]]["horizon"]
@@ -400,6 +418,8 @@ FIGURES = {f.name: f for f in [
            ("heterogeneity", "heterogeneity-bbo"), _heterogeneity, columns=2),
     Figure("rate", "Regret growth in T against the (d+1)/(d+2) rate (mean ± 1 s.e., log-log)",
            ("horizons-synthetic",), _rate, columns=2),
+    Figure("bbob", "COCO's BBOB functions (instance 1, [-5, 5]^D, regret = precision f - f_opt; per client for the "
+                   "federated algorithms; mean ± 1 std)", ("bbob",), _bbob, columns=4),
     Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ", ("sensitivity",), _sensitivity, columns=1,
            panel_width=6.5),
 ]}
