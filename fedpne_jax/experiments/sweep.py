@@ -108,18 +108,29 @@ class Sweep:
 
 
 def read(path) -> dict:
-    """A definition dict from a .toml or .json file."""
+    """A definition dict from a .toml or .json file: a non-empty table/object."""
     path = os.fspath(path)
     try:
         if path.endswith(".json"):
             with open(path) as fh:
-                return json.load(fh)
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+                raw = json.load(fh)
+        else:
+            with open(path, "rb") as fh:
+                raw = tomllib.load(fh)
     except FileNotFoundError:
         raise SweepError(f"sweep file {path!r} does not exist") from None
     except (ValueError, OSError) as err:      # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
         raise SweepError(f"sweep file {path!r}: {err}") from None
+    # An empty file or `null` would otherwise fall back to every default and start the default
+    # sweep, hours of work nobody asked for.
+    if not isinstance(raw, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number",
+                type(None): "null"}.get(type(raw), type(raw).__name__)
+        raise SweepError(f"sweep file {path!r} must hold a table/object of sweep keys, got {kind}")
+    if not raw:
+        raise SweepError(f"sweep file {path!r} defines nothing (it is empty); "
+                         f"name at least the objectives, see fedpne_jax/experiments/sweep.py")
+    return raw
 
 
 def load(source) -> Sweep:
