@@ -30,7 +30,7 @@ from fedpne_jax.core import executor as driver, sharding
 from fedpne_jax.core import run as runs
 from fedpne_jax.core.grid import group_indices
 from fedpne_jax.experiments import sweep as sweep_lib
-from fedpne_jax.experiments.store import Store
+from fedpne_jax.experiments.store import Store, check_writable
 from fedpne_jax.core.validation import is_int
 
 DEFAULT_MEMORY_GB = 2.0
@@ -190,6 +190,9 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     of sizing calls from the budget.  ``devices``: see :func:`fedpne_jax.sharding.select_devices`.
     ``overwrite``: discard the results of another definition in ``out`` instead of refusing.
     ``label``: the progress bar's name.
+    A full disk or an unwritable folder raises :class:`fedpne_jax.experiments.sweep.SweepWriteError`
+    (a SweepError and an OSError) naming the file.  KeyboardInterrupt (Ctrl-C) propagates; every
+    chunk finished before it is in the folder and indexed, so rerunning resumes.
     Multi-host: every process calls this with the same arguments; process 0 writes the folder, which
     every process must be able to read (a shared file system).
     """
@@ -203,6 +206,8 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     budget = int((DEFAULT_MEMORY_GB if memory_gb is None else memory_gb) * 2**30)
     selected = sharding.select_devices(devices)
     writer = jax.process_index() == 0
+    if writer:
+        check_writable(out)
 
     ids, base_seed = sweep.seed_ids, sweep.base_seed
     S = ids.size

@@ -10,14 +10,15 @@ Layout::
                           one configuration's runs for the seeds at positions [start, end) of the
                           sweep's seed list: seeds, final_regret, curves, checkpoints, metric.<name>
 
-Every file is written to a temporary name in its folder and renamed (``os.replace``, atomic on
-POSIX), chunk first, index second: whatever moment a process dies, every file is whole, and a chunk
-missing from the index is simply computed again (to the same numbers).  A chunk is identified by its
+Every file is written by :func:`write_atomic` (a temporary name in its folder, fsync, rename), chunk
+first, index second: whatever moment a process dies, every file is whole, and a chunk missing from
+the index is simply computed again (to the same numbers).  A chunk is identified by its
 configuration and seed range, so a rerun with another chunk size keeps the finished chunks and fills
 the gaps.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ import time
 import numpy as np
 
 from fedpne_jax.core.result import versions
-from fedpne_jax.experiments.sweep import Sweep, SweepError
+from fedpne_jax.experiments.sweep import Sweep, SweepError, SweepWriteError
 
 SWEEP_FILE = "sweep.json"
 INDEX_FILE = "index.json"
@@ -35,14 +36,44 @@ CHUNKS = "chunks"
 
 
 def write_atomic(path: str, write) -> None:
-    """``write(file object)`` to a temporary file next to ``path``, then rename it to ``path``."""
-    folder, name = os.path.split(path)
+    """``write(file object)`` to a temporary file next to ``path``, fsync, then rename it to ``path``.
+
+    Every file of a results folder goes through here, so that no reader ever sees half a file.  If
+    anything fails (a full disk, Ctrl-C), the temporary file is removed and ``path`` keeps its previous
+    content; an OSError becomes a :class:`SweepWriteError` naming ``path`` (the command line reports
+    it in one line, exit status 2)."""
+    folder, name = os.path.split(os.fspath(path))
     tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        if isinstance(err, OSError) and not isinstance(err, SweepWriteError):
+            raise SweepWriteError(f"cannot write {os.fspath(path)!r}: {err.strerror or err} (its previous "
+                                  f"content, if any, is kept)", err.errno, os.fspath(path)) from err
+        raise
+    _sync_folder(folder or ".")
+
+
+def _sync_folder(folder: str) -> None:
+    """Make a rename durable: without fsync of the folder, a power cut can forget it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:       # some file systems cannot fsync a folder; the rename is still atomic
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_json(path: str, data, compact: bool = False, allow_nan: bool = True) -> None:
@@ -57,6 +88,24 @@ def write_json(path: str, data, compact: bool = False, allow_nan: bool = True) -
 def read_json(path: str):
     with open(path) as fh:
         return json.load(fh)
+
+
+def check_writable(path) -> None:
+    """Refuse a results folder this process cannot create or write, before any work is done (else the
+    first chunk, minutes or hours later, would fail)."""
+    path = os.path.abspath(os.fspath(path))
+    probe = path
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if probe == path and not os.path.isdir(path):
+        raise SweepError(f"results folder {path!r} is a file")
+    for folder in (probe, os.path.join(path, CHUNKS)):
+        if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+            where = "" if folder == path else f" ({folder!r} is not)"
+            raise SweepWriteError(f"results folder {path!r} is not writable{where}", errno.EACCES, folder)
 
 
 def chunk_name(config_id: str, start: int, end: int) -> str:
@@ -76,7 +125,12 @@ class Store:
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise SweepError(f"results folder {self.path!r} is a file")
         if writer:
-            os.makedirs(self.path, exist_ok=True)
+            check_writable(self.path)
+            try:
+                os.makedirs(self.path, exist_ok=True)
+            except OSError as err:
+                raise SweepWriteError(f"cannot create results folder {self.path!r}: {err.strerror or err}",
+                                      err.errno, self.path) from None
             self._take_lock()
         try:
             self._open(overwrite)
@@ -119,7 +173,11 @@ class Store:
         rewrite the index without the other's chunks).  The lock dies with its process, so a killed
         sweep never leaves the folder locked."""
         import fcntl
-        self._lock = open(os.path.join(self.path, ".lock"), "w")
+        try:
+            self._lock = open(os.path.join(self.path, ".lock"), "w")
+        except OSError as err:
+            raise SweepWriteError(f"results folder {self.path!r} is not writable: {err.strerror or err}",
+                                  err.errno, self.path) from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

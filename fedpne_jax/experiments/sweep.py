@@ -68,6 +68,20 @@ class SweepError(ValueError):
     """An invalid sweep definition, or a results folder that holds another sweep."""
 
 
+class SweepWriteError(SweepError, OSError):
+    """A file of a results folder could not be written (disk full, read-only folder, ...).
+
+    Both a SweepError, so that whatever reports bad sweeps reports this too, and an OSError, so that
+    code handling I/O failures sees ``errno`` and ``filename`` as usual."""
+
+    def __init__(self, message: str, errno: int | None = None, filename: str | None = None):
+        super().__init__(message)
+        self.errno, self.strerror, self.filename = errno, message, filename
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
 @dataclasses.dataclass(frozen=True)
 class Entry:
     """One configuration of a sweep (one row of the loader's config axis)."""
