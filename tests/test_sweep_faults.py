@@ -1,6 +1,6 @@
-"""Sweep folders under faults: a full disk, Ctrl-C, bad definition files and unwritable folders.  Every
-resume must end bit for bit equal to the uninterrupted sweep, and every refusal must name the file
-at fault.
+"""Sweep folders under faults: damaged, missing or foreign chunks, a damaged index or sweep.json, a full
+disk, Ctrl-C, bad definition files and unwritable folders.  Every resume must end bit for bit equal
+to the uninterrupted sweep, and every refusal must name the file at fault.
 
 One clean sweep (3 configurations x 3 seeds, one run per chunk: the program tests/test_sweep.py
 compiles too) is copied and damaged by each test, so a resume computes one or two runs."""
@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import zipfile
 
 import numpy as np
 import pytest
@@ -66,6 +67,17 @@ def assert_same(folder, clean):
 
 def no_temporaries(folder) -> bool:
     return not [p for p in folder.rglob("*") if ".tmp-" in p.name]
+
+
+def flip_a_data_byte(path):
+    """Change one byte of the curves' numbers, leaving the zip's structure whole: only its CRC notices."""
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo("curves.npy")
+    raw = bytearray(path.read_bytes())
+    at = info.header_offset
+    start = at + 30 + int.from_bytes(raw[at + 26:at + 28], "little") + int.from_bytes(raw[at + 28:at + 30], "little")
+    raw[start + info.compress_size - 1] ^= 0xFF
+    path.write_bytes(bytes(raw))
 
 
 @pytest.mark.parametrize("name, text, message", [
@@ -215,3 +227,143 @@ def test_unwritable_out_refusal_without_chmod(tmp_path, monkeypatch):
             sweep(out)
         assert caught.value.errno == errno.EACCES
     assert os.listdir(locked) == []
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate", "flip"])
+def test_bad_chunk_is_named_by_the_loader_and_recomputed_by_a_resume(out, clean, damage, capsys):
+    bad = chunk(out, 1, 2)
+    if damage == "delete":
+        bad.unlink()
+    elif damage == "truncate":
+        bad.write_bytes(bad.read_bytes()[:200])
+    else:
+        flip_a_data_byte(bad)
+    with pytest.raises(fp.SweepError, match=re.escape(str(bad)) + ".*(missing|unreadable).*allow_partial=True"):
+        fp.load_sweep(out)
+    partial = fp.load_sweep(out, allow_partial=True)
+    assert not partial.done[1, 2] and partial.done.sum() == RUNS - 1 and np.isnan(partial.final_regret[1, 2])
+    assert str(bad) in capsys.readouterr().err
+    report = sweep(out)
+    err = capsys.readouterr().err
+    assert f"rejected chunk {str(bad)!r}" in err and report.runs_before == RUNS - 1 and report.runs_computed == 1
+    assert [file for file, _ in report.rejected] == [f"chunks/{bad.name}"] and "1 damaged" in report.summary()
+    assert (damage == "delete") != os.path.exists(str(bad) + ".rejected")
+    assert_same(out, clean)
+    assert sweep(out).runs_computed == 0 and capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("damage", ["truncate", "delete", "other-hash"])
+def test_damaged_index_is_rebuilt_from_the_chunks(out, clean, damage, capsys):
+    """With a chunk deleted too: the rebuilt index holds the chunks that verify, the resume computes
+    only the deleted one, and the index ends equal to the clean sweep's."""
+    text = (out / "index.json").read_text()
+    if damage == "truncate":
+        (out / "index.json").write_text(text[:len(text) // 2])
+    elif damage == "delete":
+        (out / "index.json").unlink()
+    else:
+        (out / "index.json").write_text(json.dumps({"hash": "0" * 64, "chunks": {}}))
+    chunk(out, 2, 0).unlink()
+    partial = fp.load_sweep(out, allow_partial=True)
+    assert partial.done.sum() == RUNS - 1 and not partial.done[2, 0]
+    assert str(out / "index.json") in capsys.readouterr().err
+    with pytest.raises(fp.SweepError, match="1 of 9 runs missing"):
+        fp.load_sweep(out)
+    report = sweep(out)
+    err = capsys.readouterr().err
+    assert "index.json" in err and "rebuilt" in err and "8 chunk(s)" in err
+    assert report.runs_before == RUNS - 1 and report.runs_computed == 1
+    # The recomputed chunk's timings differ; what places every chunk does not.
+    place = lambda chunks: {k: {f: e[f] for f in ("config", "start", "end", "file", "algorithm")}
+                            for k, e in chunks.items()}
+    assert place(index(out)) == place(index(clean))
+    assert_same(out, clean)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "delete"])
+def test_damaged_or_missing_sweep_file_is_rewritten(out, clean, capsys, damage):
+    text = (out / "sweep.json").read_text()
+
+    def spoil():
+        if damage == "truncate":
+            (out / "sweep.json").write_text(text[:100])
+        else:
+            (out / "sweep.json").unlink()
+
+    spoil()
+    problem = "' is damaged" if damage == "truncate" else "' is not a sweep results folder"
+    with pytest.raises(fp.SweepError, match=re.escape(str(out / "sweep.json" if damage == "truncate" else out))
+                       + problem):
+        fp.load_sweep(out)
+    # Its chunks record this definition: nothing is recomputed, both files are written again.
+    report = sweep(out)
+    assert report.runs_computed == 0 and "sweep.json" in capsys.readouterr().err
+    assert json.loads((out / "sweep.json").read_text())["configs"] == json.loads(text)["configs"]
+    assert_same(out, clean)
+    # Chunks of another definition in a folder without a sound sweep.json: refused, nothing mixed.
+    spoil()
+    other = dict(definition(SEEDS), base_seed=4)
+    with pytest.raises(fp.SweepError, match="sweep.json.*(damaged|missing).*another sweep definition.*new --out"):
+        fp.run_sweep(other, out, chunk_runs=1, progress=False)
+
+
+def test_index_entry_outside_the_chunks_folder_is_dropped(out, clean, capsys):
+    """A tampered entry never makes the store touch a file outside chunks/."""
+    listed = json.loads((out / "index.json").read_text())
+    name, entry = next(iter(listed["chunks"].items()))
+    outside = out.parent / "precious.npz"
+    outside.write_bytes(b"not a chunk")
+    entry["file"] = os.path.join("..", "precious.npz")
+    (out / "index.json").write_text(json.dumps(listed))
+    with pytest.raises(fp.SweepError, match="malformed index entry"):
+        fp.load_sweep(out)
+    assert sweep(out).runs_computed == 1 and f"index entry {name!r}" in capsys.readouterr().err
+    assert outside.read_bytes() == b"not a chunk"
+    assert_same(out, clean)
+
+
+def test_index_of_the_chunks_alone_with_repair(out, clean, capsys):
+    """A chunk written but never indexed (killed between the two writes) is computed again by a plain
+    resume, kept by repair=True."""
+    listed = json.loads((out / "index.json").read_text())
+    name = next(iter(listed["chunks"]))
+    del listed["chunks"][name]
+    (out / "index.json").write_text(json.dumps(listed))
+    report = sweep(out, repair=True)
+    assert report.runs_computed == 0 and "repair requested" in capsys.readouterr().err
+    assert index(out) == index(clean)
+    assert_same(out, clean)
+
+
+def test_chunk_copied_from_another_configuration_or_sweep_is_rejected(out, clean, tmp_path, capsys):
+    shutil.copy(chunk(out, 0, 1), chunk(out, 1, 1))
+    with pytest.raises(fp.SweepError, match=re.escape(str(chunk(out, 1, 1))) + ".*index lists it as configuration"):
+        fp.load_sweep(out)
+    # Configuration ids do not depend on base_seed: another sweep's chunk has the same name and seeds
+    # (and the same program: no compilation).
+    other = tmp_path / "other"
+    fp.run_sweep(dict(definition(1), base_seed=4), other, chunk_runs=1, progress=False)
+    foreign = chunk(out, 0, 0)
+    shutil.copy(other / "chunks" / foreign.name, foreign)
+    partial = fp.load_sweep(out, allow_partial=True)
+    assert partial.done.sum() == RUNS - 2 and not partial.done[0, 0] and not partial.done[1, 1]
+    err = capsys.readouterr().err
+    assert f"{str(foreign)!r} belongs to another sweep definition" in err
+    report = sweep(out)
+    err = capsys.readouterr().err
+    assert str(chunk(out, 1, 1)) in err and str(foreign) in err and report.runs_computed == 2
+    assert_same(out, clean)
+
+
+def test_chunk_without_identity_is_kept_through_its_index_entry(out, clean, capsys):
+    """Folders written before chunks recorded their identity resume without recomputing; only a
+    rebuild from the chunk files alone, which cannot place such a chunk, computes it again."""
+    old = chunk(out, 2, 1)
+    with np.load(old) as data:
+        arrays = {k: data[k] for k in data.files if k != store_lib.IDENTITY}
+    np.savez(old, **arrays)
+    assert sweep(out).runs_computed == 0
+    assert_same(out, clean)
+    report = sweep(out, repair=True)
+    assert report.runs_computed == 1 and "records no identity" in capsys.readouterr().err
+    assert_same(out, clean)
