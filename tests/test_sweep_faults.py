@@ -229,8 +229,9 @@ def test_unwritable_out_refusal_without_chmod(tmp_path, monkeypatch):
     assert os.listdir(locked) == []
 
 
-@pytest.mark.parametrize("damage", ["delete", "truncate", "flip"])
-def test_bad_chunk_is_named_by_the_loader_and_recomputed_by_a_resume(out, clean, damage, capsys):
+@pytest.mark.parametrize("damage, reason", [("delete", "is missing"), ("truncate", "is not an npz file"),
+                                            ("flip", r"is unreadable \(BadZipFile: Bad CRC-32")])
+def test_bad_chunk_is_named_by_the_loader_and_recomputed_by_a_resume(out, clean, damage, reason, capsys):
     bad = chunk(out, 1, 2)
     if damage == "delete":
         bad.unlink()
@@ -238,7 +239,7 @@ def test_bad_chunk_is_named_by_the_loader_and_recomputed_by_a_resume(out, clean,
         bad.write_bytes(bad.read_bytes()[:200])
     else:
         flip_a_data_byte(bad)
-    with pytest.raises(fp.SweepError, match=re.escape(str(bad)) + ".*(missing|unreadable).*allow_partial=True"):
+    with pytest.raises(fp.SweepError, match=re.escape(f"chunk {str(bad)!r} ") + reason + ".*allow_partial=True"):
         fp.load_sweep(out)
     partial = fp.load_sweep(out, allow_partial=True)
     assert not partial.done[1, 2] and partial.done.sum() == RUNS - 1 and np.isnan(partial.final_regret[1, 2])

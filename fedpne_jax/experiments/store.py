@@ -31,6 +31,7 @@ import os
 import shutil
 import sys
 import time
+import zipfile
 
 import numpy as np
 
@@ -166,6 +167,9 @@ def verify_chunk(folder: str, relative: str, sweep_hash: str, seeds: np.ndarray,
     path = os.path.join(folder, relative)
     if not os.path.isfile(path):
         raise BadChunk("is missing")
+    # np.load takes what is not a zip for a pickle and would blame pickling.
+    if not zipfile.is_zipfile(path):
+        raise BadChunk("is not an npz file (truncated or overwritten)")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
@@ -242,8 +246,9 @@ def read_index(folder: str, sweep_hash: str) -> tuple[dict | None, str | None]:
     if not os.path.exists(path):
         return None, "is missing"
     try:
-        index = read_json(path)
-    except (SweepError, OSError) as err:
+        with open(path) as fh:
+            index = json.load(fh)
+    except (ValueError, OSError) as err:
         return None, f"is damaged ({err})"
     if not isinstance(index, dict) or not isinstance(index.get("chunks"), dict):
         return None, "is damaged (not an index)"
