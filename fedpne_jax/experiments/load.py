@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 
 import numpy as np
 
-from fedpne_jax.experiments.store import INDEX_FILE, SWEEP_FILE, read_chunk, read_json
+from fedpne_jax.experiments.store import (INDEX_FILE, SWEEP_FILE, BadChunk, listed_file, read_index, read_json,
+                                          scan_chunks, verify_chunk)
 from fedpne_jax.experiments.sweep import SweepError
 
 
@@ -108,31 +110,54 @@ class SweepResults:
 
 def load_sweep(path, allow_partial: bool = False) -> SweepResults:
     """The results folder ``path`` as a :class:`SweepResults`.  An unfinished sweep raises SweepError
-    unless ``allow_partial`` (missing runs are then NaN and ``done`` is False there)."""
+    unless ``allow_partial`` (missing runs are then NaN and ``done`` is False there).
+
+    Every chunk is verified (whole, and recording this sweep, its configuration and seed range): a bad
+    one raises SweepError naming its file, or with ``allow_partial`` counts as missing.  A missing or
+    damaged index.json is rebuilt in memory from the chunks that verify (rerunning the sweep writes it
+    again)."""
     path = os.fspath(path)
-    if not os.path.exists(os.path.join(path, SWEEP_FILE)):
+    sweep_file = os.path.join(path, SWEEP_FILE)
+    if not os.path.exists(sweep_file):
         raise SweepError(f"{path!r} is not a sweep results folder (no {SWEEP_FILE})")
-    meta = read_json(os.path.join(path, SWEEP_FILE))
-    index_path = os.path.join(path, INDEX_FILE)
-    chunks = read_json(index_path)["chunks"] if os.path.exists(index_path) else {}
-    definition = meta["definition"]
-    seeds = definition["seeds"]
-    seeds = np.arange(seeds, dtype=np.int64) if isinstance(seeds, int) else np.asarray(seeds, np.int64)
-    configs = meta["configs"]
-    position = {c["id"]: c["index"] for c in configs}
+    meta = read_json(sweep_file)
+    try:
+        definition, configs, sweep_hash = meta["definition"], meta["configs"], meta["hash"]
+        seeds = definition["seeds"]
+        seeds = np.arange(seeds, dtype=np.int64) if isinstance(seeds, int) else np.asarray(seeds, np.int64)
+        position = {c["id"]: c["index"] for c in configs}
+    except (TypeError, KeyError, ValueError) as err:
+        raise SweepError(f"{sweep_file!r} is damaged (no valid {err})") from None
     N, S = len(configs), seeds.size
 
+    chunks, problem = read_index(path, sweep_hash)
+    if chunks is None:
+        chunks, rejected = scan_chunks(path, sweep_hash, seeds, position)
+        if problem != "is missing" or chunks or rejected:
+            skipped = "".join(f"; skipped {os.path.join(path, f)!r}: it {why}" for f, why in rejected)
+            print(f"fedpne: warning: {os.path.join(path, INDEX_FILE)!r} {problem}; read the {len(chunks)} chunk(s) "
+                  f"that verify (rerun the sweep to write the index again){skipped}", file=sys.stderr)
     done = np.zeros((N, S), bool)
     parts: list = []
-    for entry in sorted(chunks.values(), key=lambda e: (position[e["config"]], e["start"])):
+    for name, entry in chunks.items():
+        file = listed_file(entry)
+        try:
+            if file is None:
+                raise BadChunk("has a malformed index entry")
+            data, entry = verify_chunk(path, file, sweep_hash, seeds, position, listed=entry)
+        except BadChunk as bad:
+            where = os.path.join(path, file or name)
+            if not allow_partial:
+                raise SweepError(f"chunk {where!r} {bad.reason}; rerun the sweep to compute its runs again, or "
+                                 f"load with allow_partial=True") from None
+            print(f"fedpne: warning: chunk {where!r} {bad.reason}; its runs are read as missing", file=sys.stderr)
+            continue
         i, a, b = position[entry["config"]], entry["start"], entry["end"]
         if done[i, a:b].any():
             raise SweepError(f"{path!r}: chunk {entry['file']} overlaps another chunk of its configuration")
-        data = read_chunk(path, entry)
-        if not np.array_equal(data["seeds"], seeds[a:b]):
-            raise SweepError(f"{path!r}: chunk {entry['file']} holds other seeds than positions {a}..{b}")
         done[i, a:b] = True
         parts.append((i, a, b, data, entry.get("algorithm")))
+    parts.sort(key=lambda p: (p[0], p[1]))
     if not done.all() and not allow_partial:
         raise SweepError(f"{path!r}: the sweep is not finished ({int((~done).sum())} of {N * S} runs missing); "
                          f"rerun it, or load with allow_partial=True")

@@ -30,7 +30,7 @@ from fedpne_jax.core import executor as driver, sharding
 from fedpne_jax.core import run as runs
 from fedpne_jax.core.grid import group_indices
 from fedpne_jax.experiments import sweep as sweep_lib
-from fedpne_jax.experiments.store import Store
+from fedpne_jax.experiments.store import Store, check_writable
 from fedpne_jax.core.validation import is_int
 
 DEFAULT_MEMORY_GB = 2.0
@@ -54,6 +54,7 @@ class Report:
     budget_bytes: int = 0
     call_runs: list = dataclasses.field(default_factory=list)     # R per group that ran
     call_bytes: list = dataclasses.field(default_factory=list)    # XLA bytes per device of each group's program
+    rejected: list = dataclasses.field(default_factory=list)      # (file, reason): chunks that failed verification
 
     @property
     def runs_per_second(self) -> float:
@@ -61,8 +62,9 @@ class Report:
 
     def summary(self) -> str:
         peak = max(self.call_bytes, default=0)
-        return (f"sweep {self.path}: {self.configs} configurations, {self.runs} runs; {self.runs_before} were done, "
-                f"{self.runs_computed} computed in {self.calls} call(s) ({self.chunks_written} chunks, "
+        rejected = f" ({len(self.rejected)} damaged or foreign chunk(s) rejected)" if self.rejected else ""
+        return (f"sweep {self.path}: {self.configs} configurations, {self.runs} runs; {self.runs_before} were done"
+                f"{rejected}, {self.runs_computed} computed in {self.calls} call(s) ({self.chunks_written} chunks, "
                 f"{self.compilations} compilation(s)) in {self.seconds:.1f} s, {self.runs_per_second:,.0f} runs/s; "
                 f"largest program {peak / 2**20:.3g} MiB per device (budget {self.budget_bytes / 2**20:.3g} MiB)")
 
@@ -182,14 +184,20 @@ def _slice(result, rows: slice) -> dict:
 
 
 def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, progress: bool = True,
-              chunk_runs: int | None = None, overwrite: bool = False, label: str = "sweep") -> Report:
+              chunk_runs: int | None = None, overwrite: bool = False, repair: bool = False,
+              label: str = "sweep") -> Report:
     """Run (or finish) a sweep into the folder ``out``.
 
     ``definition``: a dict, a TOML/JSON path or a :class:`fedpne_jax.sweep.Sweep`.  ``memory_gb``: the
     budget for one call's XLA buffers per device (default 2).  ``chunk_runs``: runs per call, instead
     of sizing calls from the budget.  ``devices``: see :func:`fedpne_jax.sharding.select_devices`.
     ``overwrite``: discard the results of another definition in ``out`` instead of refusing.
-    ``label``: the progress bar's name.
+    ``repair``: rebuild index.json from the chunk files even if it looks sound (a missing or damaged
+    index is rebuilt anyway; listed chunks are always verified, bad ones named on stderr and computed
+    again).  ``label``: the progress bar's name.
+    A full disk or an unwritable folder raises :class:`fedpne_jax.experiments.sweep.SweepWriteError`
+    (a SweepError and an OSError) naming the file.  KeyboardInterrupt (Ctrl-C) propagates; every
+    chunk finished before it is in the folder and indexed, so rerunning resumes.
     Multi-host: every process calls this with the same arguments; process 0 writes the folder, which
     every process must be able to read (a shared file system).
     """
@@ -203,6 +211,8 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     budget = int((DEFAULT_MEMORY_GB if memory_gb is None else memory_gb) * 2**30)
     selected = sharding.select_devices(devices)
     writer = jax.process_index() == 0
+    if writer:
+        check_writable(out)
 
     ids, base_seed = sweep.seed_ids, sweep.base_seed
     S = ids.size
@@ -223,11 +233,11 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
             raise sweep_lib.SweepError(f"sweep configuration {entry.index} ({entry.labels}): {err}") from None
         keys.append((entry.algorithm, key, runs.static_key(entry.config, objective)))
 
-    store = _open_store(out, sweep, overwrite, writer)
+    store = _open_store(out, sweep, overwrite, writer, repair)
     gaps = {e.id: missing(store.covered(e.id), S) for e in sweep.entries}
     done = sweep.num_runs - sum(b - a for g in gaps.values() for a, b in g)
     report = Report(path=store.path, configs=len(sweep.entries), runs=sweep.num_runs, runs_before=done,
-                    budget_bytes=budget)
+                    budget_bytes=budget, rejected=list(store.rejected))
     traces, compiled = driver.trace_count(), driver.compile_seconds()
     bar = None
     try:
@@ -276,10 +286,10 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     return report
 
 
-def _open_store(out, sweep, overwrite, writer) -> Store:
+def _open_store(out, sweep, overwrite, writer, repair) -> Store:
     if jax.process_count() == 1:
-        return Store(out, sweep, overwrite=overwrite, writer=writer)
-    # Process 0 creates or checks the folder before the others read it.
-    store = Store(out, sweep, overwrite=overwrite, writer=True) if writer else None
+        return Store(out, sweep, overwrite=overwrite, writer=writer, repair=repair)
+    # Process 0 creates, verifies and repairs the folder before the others read its index.
+    store = Store(out, sweep, overwrite=overwrite, writer=True, repair=repair) if writer else None
     multihost_utils.sync_global_devices("fedpne sweep: results folder ready")
     return store or Store(out, sweep, writer=False)

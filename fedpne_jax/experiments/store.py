@@ -8,41 +8,89 @@ Layout::
     DIR/index.json        the finished chunks: name -> config id, seed positions [start, end), file
     DIR/chunks/<config id>_<start>-<end>.npz
                           one configuration's runs for the seeds at positions [start, end) of the
-                          sweep's seed list: seeds, final_regret, curves, checkpoints, metric.<name>
+                          sweep's seed list: seeds, final_regret, curves, checkpoints, metric.<name>,
+                          and ``identity``: its index entry and the sweep's hash, as JSON
 
-Every file is written to a temporary name in its folder and renamed (``os.replace``, atomic on
-POSIX), chunk first, index second: whatever moment a process dies, every file is whole, and a chunk
-missing from the index is simply computed again (to the same numbers).  A chunk is identified by its
+Every file is written by :func:`write_atomic` (a temporary name in its folder, fsync, rename), chunk
+first, index second: whatever moment a process dies, every file is whole, and a chunk missing from
+the index is simply computed again (to the same numbers).  A chunk is identified by its
 configuration and seed range, so a rerun with another chunk size keeps the finished chunks and fills
 the gaps.
+
+The index is not trusted blindly: opening a folder to resume it reads every listed chunk and checks
+its recorded identity against the index and the sweep, so a deleted, truncated or foreign chunk (one
+copied from another configuration or sweep) is named, set aside (``*.rejected``) and computed again.
+A missing or damaged index.json (or sweep.json) is rebuilt from the chunks that verify: the chunks
+record everything the index holds.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import sys
 import time
+import zipfile
 
 import numpy as np
 
 from fedpne_jax.core.result import versions
-from fedpne_jax.experiments.sweep import Sweep, SweepError
+from fedpne_jax.experiments.sweep import Sweep, SweepError, SweepWriteError
 
 SWEEP_FILE = "sweep.json"
 INDEX_FILE = "index.json"
 CHUNKS = "chunks"
+IDENTITY = "identity"          # the npz member holding a chunk's index entry and sweep hash (JSON)
+REJECTED = ".rejected"         # suffix of a chunk file set aside because it failed verification
 
 
 def write_atomic(path: str, write) -> None:
-    """``write(file object)`` to a temporary file next to ``path``, then rename it to ``path``."""
-    folder, name = os.path.split(path)
+    """``write(file object)`` to a temporary file next to ``path``, fsync, then rename it to ``path``.
+
+    Every file of a results folder goes through here, so that no reader ever sees half a file.  If
+    anything fails (a full disk, Ctrl-C), the temporary file is removed and ``path`` keeps its previous
+    content; an OSError becomes a :class:`SweepWriteError` naming ``path`` (the command line reports
+    it in one line, exit status 2)."""
+    folder, name = os.path.split(os.fspath(path))
     tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        if isinstance(err, OSError) and not isinstance(err, SweepWriteError):
+            raise SweepWriteError(f"cannot write {os.fspath(path)!r}: {err.strerror or err} (its previous "
+                                  f"content, if any, is kept)", err.errno, os.fspath(path)) from err
+        raise
+    _sync_folder(folder or ".")
+
+
+def _sync_folder(folder: str) -> None:
+    """Make a rename durable: without fsync of the folder, a power cut can forget it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:       # some file systems cannot fsync a folder; the rename is still atomic
+        pass
+    finally:
+        os.close(fd)
+
+
+def _plain(value):
+    """NumPy scalars (a capacity, a timing) as the numbers they are, in a chunk's identity record."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return repr(value)
 
 
 def write_json(path: str, data, compact: bool = False, allow_nan: bool = True) -> None:
@@ -55,36 +103,209 @@ def write_json(path: str, data, compact: bool = False, allow_nan: bool = True) -
 
 
 def read_json(path: str):
-    with open(path) as fh:
-        return json.load(fh)
+    """A JSON file's content; a damaged file raises SweepError naming it."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except ValueError as err:        # JSONDecodeError, UnicodeDecodeError
+        raise SweepError(f"{os.fspath(path)!r} is damaged: {err}") from None
+
+
+def check_writable(path) -> None:
+    """Refuse a results folder this process cannot create or write, before any work is done (else the
+    first chunk, minutes or hours later, would fail)."""
+    path = os.path.abspath(os.fspath(path))
+    probe = path
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if probe == path and not os.path.isdir(path):
+        raise SweepError(f"results folder {path!r} is a file")
+    for folder in (probe, os.path.join(path, CHUNKS)):
+        if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+            where = "" if folder == path else f" ({folder!r} is not)"
+            raise SweepWriteError(f"results folder {path!r} is not writable{where}", errno.EACCES, folder)
 
 
 def chunk_name(config_id: str, start: int, end: int) -> str:
     return f"{config_id}_{start}-{end}"
 
 
+class BadChunk(Exception):
+    """A chunk that fails verification; ``reason`` completes the sentence "chunk FILE ..."."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def listed_file(entry) -> str | None:
+    """The chunk file an index entry names, if the entry is well formed and the file lies in chunks/
+    (a tampered index must not make the store set aside files elsewhere)."""
+    if not isinstance(entry, dict):
+        return None
+    file, config, start, end = (entry.get(k) for k in ("file", "config", "start", "end"))
+    if not (isinstance(file, str) and isinstance(config, str) and type(start) is int and type(end) is int):
+        return None
+    head, name = os.path.split(file)
+    if head != CHUNKS or not name.endswith(".npz") or name.startswith("."):
+        return None
+    return file
+
+
+def verify_chunk(folder: str, relative: str, sweep_hash: str, seeds: np.ndarray, config_ids,
+                 listed: dict | None = None) -> tuple[dict, dict]:
+    """(arrays, index entry) of the chunk file ``relative`` if it is whole and is what it should be:
+    its recorded identity names this sweep (``sweep_hash``), a configuration of ``config_ids`` and the
+    seed range of ``listed`` (its index entry, when it has one), and it holds those seeds.  Reads every
+    array, so that a damaged byte anywhere fails the zip's CRC check.  Raises :class:`BadChunk`.
+
+    A chunk written before chunks recorded their identity is accepted only through an index entry
+    (``listed``), checked by its seeds alone; a scan without the index cannot place it."""
+    path = os.path.join(folder, relative)
+    if not os.path.isfile(path):
+        raise BadChunk("is missing")
+    # np.load takes what is not a zip for a pickle and would blame pickling.
+    if not zipfile.is_zipfile(path):
+        raise BadChunk("is not an npz file (truncated or overwritten)")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    # A damaged zip or .npy fails in many ways (BadZipFile, ValueError, EOFError, OSError, zlib.error,
+    # struct.error, ...): every one means the same here.
+    except Exception as err:
+        raise BadChunk(f"is unreadable ({type(err).__name__}: {err})") from None
+    if IDENTITY in arrays:
+        try:
+            identity = json.loads(str(arrays.pop(IDENTITY)))
+            config, start, end = identity["config"], identity["start"], identity["end"]
+            recorded_hash = identity["sweep"]
+        except (ValueError, TypeError, KeyError):
+            raise BadChunk("has an unreadable identity record") from None
+        if recorded_hash != sweep_hash:
+            raise BadChunk(f"belongs to another sweep definition (hash {str(recorded_hash)[:12]}..., this sweep's "
+                           f"is {sweep_hash[:12]}...)")
+        if listed is not None and (config, start, end) != (listed["config"], listed["start"], listed["end"]):
+            raise BadChunk(f"holds configuration {config}, seed positions {start}..{end}, but the index lists it as "
+                           f"configuration {listed['config']}, positions {listed['start']}..{listed['end']}")
+        entry = {k: v for k, v in identity.items() if k != "sweep"}
+        entry["file"] = relative
+    elif listed is not None:
+        config, start, end, entry = listed["config"], listed["start"], listed["end"], dict(listed)
+    else:
+        raise BadChunk("records no identity (written by an older fedpne_jax), so it cannot be placed without "
+                       "its index entry")
+    if config not in config_ids:
+        raise BadChunk(f"holds configuration {config}, which this sweep does not have")
+    if not (type(start) is int and type(end) is int and 0 <= start < end <= seeds.size):
+        raise BadChunk(f"holds seed positions {start}..{end}, outside this sweep's {seeds.size} seeds")
+    missing = [k for k in ("seeds", "final_regret", "curves", "checkpoints") if k not in arrays]
+    if missing:
+        raise BadChunk(f"lacks {', '.join(missing)}")
+    if not np.array_equal(arrays["seeds"], seeds[start:end]):
+        raise BadChunk(f"holds other seeds than positions {start}..{end}")
+    n = end - start
+    if arrays["final_regret"].shape != (n,) or arrays["curves"].ndim != 2 or arrays["curves"].shape[0] != n \
+            or any(v.shape[:1] != (n,) for k, v in arrays.items() if k.startswith("metric.")):
+        raise BadChunk(f"has arrays of another length than its {n} seeds")
+    return arrays, entry
+
+
+def scan_chunks(folder: str, sweep_hash: str, seeds: np.ndarray, config_ids) -> tuple[dict, list]:
+    """(index, rejected) rebuilt from the chunk files alone: every chunk that verifies, keyed by its
+    name as :meth:`Store.write_chunks` keys it, and ``(file, reason)`` for those that do not.  Of chunks
+    that overlap (two runs with different chunk sizes), the first by start is kept: their numbers are
+    the same."""
+    found, rejected = [], []
+    chunk_folder = os.path.join(folder, CHUNKS)
+    names = sorted(os.listdir(chunk_folder)) if os.path.isdir(chunk_folder) else []
+    for name in names:
+        if name.startswith(".") or not name.endswith(".npz"):
+            continue
+        relative = os.path.join(CHUNKS, name)
+        try:
+            found.append(verify_chunk(folder, relative, sweep_hash, seeds, config_ids)[1])
+        except BadChunk as bad:
+            rejected.append((relative, bad.reason))
+    index: dict = {}
+    taken: dict = {}
+    for entry in sorted(found, key=lambda e: (e["config"], e["start"], -e["end"])):
+        ranges = taken.setdefault(entry["config"], [])
+        if any(a < entry["end"] and entry["start"] < b for a, b in ranges):
+            continue
+        ranges.append((entry["start"], entry["end"]))
+        index[chunk_name(entry["config"], entry["start"], entry["end"])] = entry
+    return index, rejected
+
+
+def read_index(folder: str, sweep_hash: str) -> tuple[dict | None, str | None]:
+    """(chunks, None) from a sound index.json; (None, what is wrong) for a missing or damaged one."""
+    path = os.path.join(folder, INDEX_FILE)
+    if not os.path.exists(path):
+        return None, "is missing"
+    try:
+        with open(path) as fh:
+            index = json.load(fh)
+    except (ValueError, OSError) as err:
+        return None, f"is damaged ({err})"
+    if not isinstance(index, dict) or not isinstance(index.get("chunks"), dict):
+        return None, "is damaged (not an index)"
+    if index.get("hash") != sweep_hash:
+        return None, "belongs to another sweep definition"
+    return index["chunks"], None
+
+
+def _recorded_hash(path: str) -> str | None:
+    """The sweep hash a chunk file records; '' when it records none; None when unreadable."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if IDENTITY not in data.files:
+                return ""
+            return str(json.loads(str(data[IDENTITY]))["sweep"])
+    except Exception:     # damaged: no evidence either way (as in verify_chunk)
+        return None
+
+
+def _say(message: str) -> None:
+    print(f"fedpne: {message}", file=sys.stderr)
+
+
 class Store:
     """The results folder of one sweep.  ``writer=False`` (processes other than 0 of a multi-host
-    run) reads but never writes."""
+    run) reads but never writes, and trusts the index that process 0 verified before they open it.
+    ``repair=True`` rebuilds the index from the chunk files even when it looks sound (chunks written
+    but never indexed are then kept too)."""
 
-    def __init__(self, path, sweep: Sweep, overwrite: bool = False, writer: bool = True):
+    def __init__(self, path, sweep: Sweep, overwrite: bool = False, writer: bool = True, repair: bool = False):
         self.path = os.fspath(path)
         self.sweep = sweep
         self.writer = writer
         self.chunks: dict = {}
+        self.rejected: list = []      # (file, reason) of every chunk set aside while opening
         self._lock = None
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise SweepError(f"results folder {self.path!r} is a file")
         if writer:
-            os.makedirs(self.path, exist_ok=True)
+            check_writable(self.path)
+            try:
+                os.makedirs(self.path, exist_ok=True)
+            except OSError as err:
+                raise SweepWriteError(f"cannot create results folder {self.path!r}: {err.strerror or err}",
+                                      err.errno, self.path) from None
             self._take_lock()
         try:
-            self._open(overwrite)
+            self._open(overwrite, repair)
         except BaseException:
             self.close()
             raise
 
-    def _open(self, overwrite: bool) -> None:
+    @property
+    def _ids(self) -> set:
+        return {e.id for e in self.sweep.entries}
+
+    def _open(self, overwrite: bool, repair: bool) -> None:
         sweep, writer = self.sweep, self.writer
         sweep_file = os.path.join(self.path, SWEEP_FILE)
         if overwrite and writer and os.path.exists(sweep_file):
@@ -92,34 +313,131 @@ class Store:
                 if os.path.exists(os.path.join(self.path, name)):
                     os.remove(os.path.join(self.path, name))
             shutil.rmtree(os.path.join(self.path, CHUNKS), ignore_errors=True)
+        stored, problem = None, None
         if os.path.exists(sweep_file):
-            stored = read_json(sweep_file)
-            if stored.get("hash") != sweep.hash:
+            try:
+                stored = read_json(sweep_file)
+            except SweepError as err:
+                problem = str(err)
+            else:
+                if not isinstance(stored, dict) or not isinstance(stored.get("hash"), str):
+                    stored, problem = None, f"{sweep_file!r} is damaged (not a sweep description)"
+        if stored is not None:
+            if stored["hash"] != sweep.hash:
                 raise SweepError(self._mismatch(stored))
             self._warn_versions(stored)
-            index_file = os.path.join(self.path, INDEX_FILE)
-            if os.path.exists(index_file):
-                index = read_json(index_file)
-                if index.get("hash") != sweep.hash:
-                    raise SweepError(f"results folder {self.path!r}: index.json belongs to another sweep definition")
-                self.chunks = index["chunks"]
-        elif writer:
-            if os.path.isdir(self.path) and any(not n.startswith(".") for n in os.listdir(self.path)):
-                raise SweepError(f"results folder {self.path!r} is not empty and holds no sweep; "
-                                 f"choose a new or empty folder")
-            os.makedirs(os.path.join(self.path, CHUNKS), exist_ok=True)
+        if not writer:
+            if problem:
+                raise SweepError(problem)
+            if stored is not None:
+                chunks, index_problem = read_index(self.path, sweep.hash)
+                if chunks is None and index_problem != "is missing":
+                    raise SweepError(f"{os.path.join(self.path, INDEX_FILE)!r} {index_problem}")
+                self.chunks = chunks or {}
+            return
+        rebuild = "repair requested" if repair else None
+        if stored is None:
+            if not self._claim(problem):
+                os.makedirs(os.path.join(self.path, CHUNKS), exist_ok=True)
+                write_json(sweep_file, self._describe())
+                self._write_index()
+                return
+            _say(f"{problem or repr(sweep_file) + ' is missing'}; the chunks in {self.path!r} record this sweep's "
+                 f"definition, so it is written again from it")
             write_json(sweep_file, self._describe())
+            rebuild = rebuild or f"{SWEEP_FILE} was rewritten"
+        os.makedirs(os.path.join(self.path, CHUNKS), exist_ok=True)
+        self._remove_temporaries()
+        chunks, index_problem = read_index(self.path, sweep.hash)
+        if chunks is None and rebuild is None:
+            rebuild = f"{os.path.join(self.path, INDEX_FILE)!r} {index_problem}"
+        if rebuild is not None:
+            self._rebuild(rebuild)
+        else:
+            self._verify(chunks)
+
+    def _claim(self, problem: str | None) -> bool:
+        """For a folder without a sound sweep.json: False if it is new (empty), True if its chunks show
+        that it holds this sweep; refuse anything else rather than mix two definitions' results."""
+        names = [n for n in os.listdir(self.path) if not n.startswith(".")] if os.path.isdir(self.path) else []
+        chunk_folder = os.path.join(self.path, CHUNKS)
+        files = sorted(n for n in os.listdir(chunk_folder) if n.endswith(".npz") and not n.startswith(".")) \
+            if os.path.isdir(chunk_folder) else []
+        recorded = {_recorded_hash(os.path.join(chunk_folder, n)) for n in files} - {None}
+        index = os.path.join(self.path, INDEX_FILE)
+        if os.path.exists(index):
+            try:
+                recorded.add(read_json(index).get("hash"))
+            except (SweepError, OSError, AttributeError):
+                pass
+        if problem is None and not names:
+            return False
+        if recorded == {self.sweep.hash}:
+            return True
+        if problem is None and not recorded:
+            raise SweepError(f"results folder {self.path!r} is not empty and holds no sweep; "
+                             f"choose a new or empty folder")
+        if problem is not None and not recorded:
+            return True     # nothing to mix up: no chunk that records a sweep (the rebuild rejects the rest)
+        what = ("chunks of another sweep definition" if recorded - {self.sweep.hash, ""}
+                else "chunks that do not record their sweep (written by an older fedpne_jax)")
+        raise SweepError(f"{problem or repr(os.path.join(self.path, SWEEP_FILE)) + ' is missing'}, and the folder "
+                         f"holds {what}: use a new --out folder" + (", or --overwrite to discard them"
+                                                                    if problem else ""))
+
+    def _rebuild(self, reason: str) -> None:
+        self.chunks, rejected = scan_chunks(self.path, self.sweep.hash, self.sweep.seed_ids, self._ids)
+        for file, why in rejected:
+            self._reject(file, why)
+        _say(f"{reason}: rebuilt {os.path.join(self.path, INDEX_FILE)!r} from the {len(self.chunks)} chunk(s) "
+             f"that verify")
+        self._write_index()
+
+    def _verify(self, listed: dict) -> None:
+        """Keep the listed chunks that verify; set the others aside and drop them from the index, so
+        that the rerun computes their runs again instead of failing on them later."""
+        ids, seeds = self._ids, self.sweep.seed_ids
+        kept = {}
+        for name, entry in listed.items():
+            file = listed_file(entry)
+            if file is None:
+                _say(f"index entry {name!r} of {os.path.join(self.path, INDEX_FILE)!r} is malformed; dropped")
+                continue
+            try:
+                verify_chunk(self.path, file, self.sweep.hash, seeds, ids, listed=entry)
+            except BadChunk as bad:
+                self._reject(file, bad.reason)
+            else:
+                kept[name] = entry
+        if len(kept) != len(listed):
+            self.chunks = kept
             self._write_index()
-        if writer:
-            os.makedirs(os.path.join(self.path, CHUNKS), exist_ok=True)
-            self._remove_temporaries()
+        else:
+            self.chunks = listed
+
+    def _reject(self, file: str, reason: str) -> None:
+        path = os.path.join(self.path, file)
+        self.rejected.append((file, reason))
+        if not os.path.exists(path):
+            _say(f"rejected chunk {path!r}: it {reason}; its runs are computed again")
+            return
+        try:
+            os.replace(path, path + REJECTED)
+        except OSError as err:
+            raise SweepWriteError(f"cannot set aside the rejected chunk {path!r}: {err.strerror or err}",
+                                  err.errno, path) from None
+        _say(f"rejected chunk {path!r}: it {reason}; moved to {path + REJECTED!r}, its runs are computed again")
 
     def _take_lock(self) -> None:
         """Refuse a second process writing the same folder at the same time (two writers would each
         rewrite the index without the other's chunks).  The lock dies with its process, so a killed
         sweep never leaves the folder locked."""
         import fcntl
-        self._lock = open(os.path.join(self.path, ".lock"), "w")
+        try:
+            self._lock = open(os.path.join(self.path, ".lock"), "w")
+        except OSError as err:
+            raise SweepWriteError(f"results folder {self.path!r} is not writable: {err.strerror or err}",
+                                  err.errno, self.path) from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -175,20 +493,21 @@ class Store:
         """Finished chunks, each ``(config id, start, end, part, extra index fields)`` for seed positions
         [start, end), ``part`` a dict of seeds, final_regret, curves, checkpoints, metrics (a dict) and
         algorithm: every npz first, then the index once (one index write per call, not per chunk, keeps
-        the cost linear in the number of calls)."""
+        the cost linear in the number of calls).  Each npz records its own index entry and the sweep's
+        hash, so that it can be verified and the index rebuilt from the chunks alone."""
         if not self.writer:
             return
         for config_id, start, end, part, extra in chunks:
             name = chunk_name(config_id, start, end)
+            relative = os.path.join(CHUNKS, name + ".npz")
+            entry = dict(config=config_id, start=int(start), end=int(end), file=relative,
+                         algorithm=part["algorithm"], **(extra or {}))
+            # Through JSON once, so that the index holds exactly what the chunk records.
+            entry = json.loads(json.dumps(entry, default=_plain))
             arrays = {k: np.asarray(part[k]) for k in ("seeds", "final_regret", "curves", "checkpoints")}
             arrays.update({f"metric.{k}": np.asarray(v) for k, v in part["metrics"].items()})
-            relative = os.path.join(CHUNKS, name + ".npz")
+            arrays[IDENTITY] = np.asarray(json.dumps(dict(entry, sweep=self.sweep.hash), sort_keys=True))
             write_atomic(os.path.join(self.path, relative), lambda fh: np.savez(fh, **arrays))
-            self.chunks[name] = dict(config=config_id, start=int(start), end=int(end), file=relative,
-                                     algorithm=part["algorithm"], **(extra or {}))
+            self.chunks[name] = entry
         self._write_index()
 
-
-def read_chunk(folder: str, entry: dict) -> dict:
-    with np.load(os.path.join(folder, entry["file"])) as data:
-        return {k: data[k] for k in data.files}

@@ -68,6 +68,20 @@ class SweepError(ValueError):
     """An invalid sweep definition, or a results folder that holds another sweep."""
 
 
+class SweepWriteError(SweepError, OSError):
+    """A file of a results folder could not be written (disk full, read-only folder, ...).
+
+    Both a SweepError, so that whatever reports bad sweeps reports this too, and an OSError, so that
+    code handling I/O failures sees ``errno`` and ``filename`` as usual."""
+
+    def __init__(self, message: str, errno: int | None = None, filename: str | None = None):
+        super().__init__(message)
+        self.errno, self.strerror, self.filename = errno, message, filename
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
 @dataclasses.dataclass(frozen=True)
 class Entry:
     """One configuration of a sweep (one row of the loader's config axis)."""
@@ -108,18 +122,29 @@ class Sweep:
 
 
 def read(path) -> dict:
-    """A definition dict from a .toml or .json file."""
+    """A definition dict from a .toml or .json file: a non-empty table/object."""
     path = os.fspath(path)
     try:
         if path.endswith(".json"):
             with open(path) as fh:
-                return json.load(fh)
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+                raw = json.load(fh)
+        else:
+            with open(path, "rb") as fh:
+                raw = tomllib.load(fh)
     except FileNotFoundError:
         raise SweepError(f"sweep file {path!r} does not exist") from None
     except (ValueError, OSError) as err:      # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
         raise SweepError(f"sweep file {path!r}: {err}") from None
+    # An empty file or `null` would otherwise fall back to every default and start the default
+    # sweep, hours of work nobody asked for.
+    if not isinstance(raw, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number",
+                type(None): "null"}.get(type(raw), type(raw).__name__)
+        raise SweepError(f"sweep file {path!r} must hold a table/object of sweep keys, got {kind}")
+    if not raw:
+        raise SweepError(f"sweep file {path!r} defines nothing (it is empty); "
+                         f"name at least the objectives, see fedpne_jax/experiments/sweep.py")
+    return raw
 
 
 def load(source) -> Sweep:
