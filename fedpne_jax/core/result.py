@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import platform
 from importlib import metadata
 
@@ -115,8 +116,28 @@ class RunResult:
         }
 
     def write_json(self, path) -> None:
-        with open(path, "w") as fh:
-            json.dump(self.to_dict(), fh, indent=1)
+        """Write :meth:`to_dict` to ``path`` atomically: whatever fails (a full disk, a kill), ``path``
+        holds either its old content or the whole new file, and no temporary file is left behind."""
+        # Imported here: the store imports this module (for versions()).
+        from fedpne_jax.experiments.store import write_atomic
+
+        text = json.dumps(self.to_dict(), indent=1).encode()
+        temporaries = []
+
+        def write(fh):
+            if isinstance(fh.name, str):
+                temporaries.append(fh.name)
+            fh.write(text)
+
+        try:
+            write_atomic(os.fspath(path), write)
+        except BaseException:
+            for tmp in temporaries:
+                try:
+                    os.remove(tmp)
+                except OSError:
+                    pass          # gone already, or unremovable: the original error matters more
+            raise
 
 
 def versions() -> dict:
