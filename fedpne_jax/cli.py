@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
-
 import dataclasses
 import os
+import sys
+import tempfile
+import time
 
 import jax
 
@@ -27,6 +28,11 @@ from fedpne_jax.paper.reproduce import reproduce
 # algorithm's own default applies and an option an algorithm does not have can be refused.
 CONFIG_OPTIONS = ("nu", "rho", "c", "c1", "delta", "k", "split", "pull", "sampling", "dp_epsilon", "dp_delta",
                   "capacity")
+
+# Exit statuses: 0 done; 2 refused input, or an output that could not be written (a message on
+# stderr says which and where).
+EXIT_ERROR = 2
+FALLBACK = "fedpne-result-{stamp}.json"     # where a finished run goes when --output cannot be written
 
 
 def _run_parser(sub):
@@ -150,19 +156,48 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_reproduce(args) -> int:
+    check_output_folder("--out", args.out)
     reproduce(args.figures, out=args.out, quick=args.quick, seeds=args.seeds, progress=not args.no_progress,
               memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot, overwrite=args.overwrite)
     return 0
 
 
-def check_folder(option: str, path: str) -> None:
-    """A file option's folder must exist: a run must not finish only to fail writing its output."""
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+def check_output_file(option: str, path: str) -> None:
+    """An output file's path is checked before anything runs: a run must not finish only to fail
+    writing its output.  (A write can still fail later, e.g. on a full disk; see keep_result.)"""
+    if not path:
+        raise ValueError(f"{option}: the path is empty")
+    if os.path.isdir(path):
+        raise ValueError(f"{option}: {path!r} is a folder; give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(folder):
         raise ValueError(f"{option}: the folder of {path!r} does not exist")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{option}: the folder of {path!r} is a file")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}: the folder of {path!r} is not writable")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise ValueError(f"{option}: {path!r} is read-only")
+
+
+def check_output_folder(option: str, path: str) -> None:
+    """An output folder (created if missing) is checked before anything runs, like an output file."""
+    if not path:
+        raise ValueError(f"{option}: the path is empty")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{option}: {path!r} is a file, not a folder")
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):          # the folders that will be created need a writable parent
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"{option}: {path!r} cannot be created: {existing!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}: {path!r} is not writable" if existing == os.path.abspath(path)
+                         else f"{option}: {path!r} cannot be created: {existing!r} is not writable")
 
 
 def cmd_plot(args) -> int:
-    check_folder("--out", args.out)
+    check_output_file("--out", args.out)
     path = plot_results(args.results, args.out, title=args.title, band=args.band,
                         xscale="log" if args.logx else "linear", yscale="log" if args.logy else "linear")
     print(f"wrote {path}")
@@ -192,8 +227,8 @@ def run_config(args, num_clients: int, horizon: int):
 
 
 def cmd_run(args) -> int:
-    if args.output:
-        check_folder("--output", args.output)
+    if args.output is not None:
+        check_output_file("--output", args.output)
     if args.no_grow and args.algorithm != "fedpne":
         raise ValueError("--no-grow applies to fedpne only (the baselines' tables have a fixed size)")
     heterogeneity = args.heterogeneity or objectives.default_heterogeneity(args.objective, parse_noise(args.noise)[0])
@@ -211,10 +246,62 @@ def cmd_run(args) -> int:
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
         return 0
     print(result.summary())
-    if args.output:
-        result.write_json(args.output)
+    if args.output is not None:
+        try:
+            result.write_json(args.output)
+        except OSError as err:
+            return keep_result(result, args.output, err)
         print(f"  wrote {args.output}")
     return 0
+
+
+def keep_result(result, path: str, err: OSError) -> int:
+    """The run finished but --output could not be written (checked before the run, so the disk
+    filled up or the folder changed meanwhile): keep the numbers in a fallback file rather than
+    lose minutes or hours of computing, in the working directory or else the temporary folder."""
+    print(f"fedpne: error: --output: could not write {path!r}: {describe_os_error(err)}", file=sys.stderr)
+    name = FALLBACK.format(stamp=time.strftime("%Y%m%d-%H%M%S"))
+    folders = []
+    for folder in (os.curdir, tempfile.gettempdir()):
+        try:
+            folder = os.path.abspath(folder)
+        except OSError:                              # the working directory was removed
+            continue
+        if folder not in folders:
+            folders.append(folder)
+    for folder in folders:
+        fallback = _unused(os.path.join(folder, name))
+        try:
+            result.write_json(fallback)
+        except OSError as again:
+            print(f"fedpne: error: could not write the result to {fallback!r} either: {describe_os_error(again)}",
+                  file=sys.stderr)
+            continue
+        print(f"fedpne: the result is kept in {fallback}", file=sys.stderr)
+        return EXIT_ERROR
+    print("fedpne: error: the result could not be written anywhere; only the summary above remains",
+          file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _unused(path: str) -> str:
+    """``path``, or ``stem-2.json``, ``stem-3.json``... if it exists: a fallback never replaces a file."""
+    stem, ext = os.path.splitext(path)
+    n = 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{stem}-{n}{ext}"
+    return path
+
+
+def describe_os_error(err: OSError, where: str | None = None) -> str:
+    """An OSError as one line naming the path: its own file name, else ``where`` (a write to an open
+    file, e.g. on a full disk, raises without one)."""
+    what = err.strerror or str(err) or type(err).__name__
+    names = [n for n in (err.filename, err.filename2) if n is not None]
+    if names:
+        return f"{what}: {', '.join(map(repr, names))}"
+    return f"{what} (writing {where!r})" if where else what
 
 
 def _devices(spec: str):
@@ -222,6 +309,7 @@ def _devices(spec: str):
 
 
 def cmd_sweep(args) -> int:
+    check_output_folder("--out", args.out)
     base = sweep_lib.read(args.file) if args.file else None
     raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
@@ -241,12 +329,20 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if getattr(args, "distributed", False):
-                    sharding.initialize(args.coordinator, args.num_processes, args.process_id)
+            sharding.initialize(args.coordinator, args.num_processes, args.process_id)
         commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot}
         return commands[args.command](args)
     except (ValueError, MissingExtra, CapacityError, ObjectiveError) as err:
         print(f"fedpne: error: {err}", file=sys.stderr)
-        return 2
+    except OSError as err:
+        # A file that could not be read or written (a full disk during a sweep, a folder made
+        # read-only meanwhile): the message names it, the folder's finished files stay valid.
+        where = getattr(args, "out", None) or getattr(args, "output", None)
+        print(f"fedpne: error: {describe_os_error(err, where)}", file=sys.stderr)
+    except MemoryError as err:
+        detail = f" ({err})" if str(err) else ""
+        print(f"fedpne: error: out of host memory{detail}; use fewer seeds, clients or rounds", file=sys.stderr)
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -9,8 +9,12 @@ import os
 import numpy as np
 import pytest
 
+from fedpne_jax import cli
+from fedpne_jax.cli import main
 from fedpne_jax.core.result import RunResult
 
+# One tiny shape for every run here, so that the whole file compiles Fed-PNE once.
+TINY = ["--horizon", "50", "--clients", "2", "--seeds", "1", "--checkpoints", "5"]
 OLD = '{"old": "result"}\n'
 
 
@@ -97,3 +101,134 @@ def test_write_json_replaces_the_old_file_whole(tmp_path):
     small_result().write_json(path)
     assert json.loads(path.read_text())["per_seed"]["final_regret"] == small_result().final_regret.tolist()
     assert _leftovers(tmp_path) == []
+
+
+# ------------------------------------------------------------------------ fedpne run --output
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Fail the test if a run starts: output paths are checked before computing."""
+    def run(*args, **kwargs):
+        raise AssertionError("the run started although its output cannot be written")
+    monkeypatch.setattr(cli, "run", run)
+
+
+@pytest.mark.parametrize("output, message", [
+    ("", "--output: the path is empty"),
+    ("{tmp}", "--output: '{tmp}' is a folder; give a file name"),
+    ("{tmp}/file.txt/r.json", "--output: the folder of '{tmp}/file.txt/r.json' is a file"),
+    ("{tmp}/missing/r.json", "--output: the folder of '{tmp}/missing/r.json' does not exist"),
+])
+def test_run_refuses_an_unwritable_output_before_running(output, message, tmp_path, no_run, capsys):
+    (tmp_path / "file.txt").write_text("x")
+    assert main(["run", "--output", output.format(tmp=tmp_path)]) == 2
+    assert f"fedpne: error: {message.format(tmp=tmp_path)}" in capsys.readouterr().err
+
+
+def _deny_writes(monkeypatch, denied):
+    """os.access as a read-only ``denied`` path answers it, even for root (who ignores chmod)."""
+    real = os.access
+
+    def access(path, mode, *args, **kwargs):
+        if mode & os.W_OK and os.path.abspath(path) == os.path.abspath(denied):
+            return False
+        return real(path, mode, *args, **kwargs)
+    monkeypatch.setattr(os, "access", access)
+
+
+@pytest.mark.parametrize("argv, denied, message", [
+    (["run", "--output", "{tmp}/ro/r.json"], "{tmp}/ro", "--output: the folder of '{tmp}/ro/r.json' is not writable"),
+    (["run", "--output", "{tmp}/old.json"], "{tmp}/old.json", "--output: '{tmp}/old.json' is read-only"),
+    (["plot", "x.json", "--out", "{tmp}/ro/x.png"], "{tmp}/ro", "--out: the folder of '{tmp}/ro/x.png' is not writable"),
+    (["reproduce", "fig3", "--out", "{tmp}/ro"], "{tmp}/ro", "--out: '{tmp}/ro' is not writable"),
+    (["reproduce", "fig3", "--out", "{tmp}/ro/new/results"], "{tmp}/ro",
+     "--out: '{tmp}/ro/new/results' cannot be created: '{tmp}/ro' is not writable"),
+    (["sweep", "--out", "{tmp}/ro/s", "--objectives", "garland"], "{tmp}/ro",
+     "--out: '{tmp}/ro/s' cannot be created: '{tmp}/ro' is not writable"),
+])
+def test_read_only_outputs_are_refused(argv, denied, message, tmp_path, no_run, monkeypatch, capsys):
+    os.makedirs(tmp_path / "ro")
+    (tmp_path / "old.json").write_text(OLD)
+    _deny_writes(monkeypatch, denied.format(tmp=tmp_path))
+    monkeypatch.setattr(cli, "reproduce", lambda *a, **k: pytest.fail("reproduce started"))
+    monkeypatch.setattr(cli, "run_sweep", lambda *a, **k: pytest.fail("the sweep started"))
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    assert f"fedpne: error: {message.format(tmp=tmp_path)}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["run", "--output", "{ro}/r.json"], ["reproduce", "fig3", "--out", "{ro}/results"],
+                                  ["sweep", "--out", "{ro}/s", "--objectives", "garland"]])
+def test_chmod_read_only_folder(argv, tmp_path, no_run, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("this user (root) writes into read-only folders")
+        assert main([a.format(ro=ro) for a in argv]) == 2
+        err = capsys.readouterr().err
+        assert "not writable" in err and str(ro) in err and "Traceback" not in err
+    finally:
+        ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["reproduce", "fig3", "--out", "{tmp}/file.txt"], "--out: '{tmp}/file.txt' is a file, not a folder"),
+    (["reproduce", "fig3", "--out", "{tmp}/file.txt/results"],
+     "--out: '{tmp}/file.txt/results' cannot be created: '{tmp}/file.txt' is a file"),
+    (["reproduce", "fig3", "--out", ""], "--out: the path is empty"),
+    (["sweep", "--out", "{tmp}/file.txt", "--objectives", "garland"], "--out: '{tmp}/file.txt' is a file, not a folder"),
+])
+def test_output_folders_that_are_files_are_refused(argv, message, tmp_path, monkeypatch, capsys):
+    (tmp_path / "file.txt").write_text("x")
+    monkeypatch.setattr(cli, "reproduce", lambda *a, **k: pytest.fail("reproduce started"))
+    monkeypatch.setattr(cli, "run_sweep", lambda *a, **k: pytest.fail("the sweep started"))
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    assert f"fedpne: error: {message.format(tmp=tmp_path)}" in capsys.readouterr().err
+
+
+def test_a_full_disk_after_the_run_keeps_the_result_in_a_fallback_file(tmp_path, full_disk, monkeypatch, capsys):
+    out, cwd = tmp_path / "out", tmp_path / "cwd"
+    out.mkdir()
+    cwd.mkdir()
+    (out / "r.json").write_text(OLD)
+    monkeypatch.chdir(cwd)
+    full_disk(out)
+    assert main(["run", *TINY, "--output", str(out / "r.json")]) == 2
+    captured = capsys.readouterr()
+    assert f"fedpne: error: --output: could not write '{out / 'r.json'}': No space left on device" in captured.err
+    assert (out / "r.json").read_text() == OLD and _leftovers(out) == []
+    kept = [n for n in os.listdir(cwd) if n.startswith("fedpne-result-") and n.endswith(".json")]
+    assert len(kept) == 1 and f"the result is kept in {cwd / kept[0]}" in captured.err
+    data = json.loads((cwd / kept[0]).read_text())
+    assert data["algorithm"] == "fedpne" and data["config"]["horizon"] == 50
+    assert "final per-client regret" in captured.out
+
+
+def test_the_fallback_goes_to_the_temporary_folder_when_the_working_directory_is_full(
+        tmp_path, full_disk, monkeypatch, capsys):
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    tmp.mkdir()
+    monkeypatch.chdir(out)
+    monkeypatch.setattr(cli.tempfile, "gettempdir", lambda: str(tmp))
+    (out / "fedpne-result-x.json").write_text(OLD)
+    full_disk(out)
+    assert main(["run", *TINY, "--output", "r.json"]) == 2
+    err = capsys.readouterr().err
+    assert "could not write the result to" in err and "either: No space left on device" in err
+    kept = os.listdir(tmp)
+    assert len(kept) == 1 and f"the result is kept in {tmp / kept[0]}" in err
+    assert json.loads((tmp / kept[0]).read_text())["config"]["num_clients"] == 2
+    assert _leftovers(out) == [] and not os.path.exists(out / "r.json")
+
+
+def test_a_full_disk_during_a_sweep_is_a_message_naming_the_folder(tmp_path, full_disk, capsys):
+    out = tmp_path / "sweep"
+    full_disk(out, match=os.sep + "chunks" + os.sep)        # the definition fits, the first chunk does not
+    rc = main(["sweep", "--out", str(out), "--objectives", "garland", "--clients", "2", "--horizon", "50",
+               "--seeds", "1", "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert f"fedpne: error: No space left on device (writing '{out}')" in err and "Traceback" not in err
+    assert json.loads((out / "index.json").read_text())["chunks"] == {}       # the folder stays valid
