@@ -30,8 +30,15 @@ CONFIG_OPTIONS = ("nu", "rho", "c", "c1", "delta", "k", "split", "pull", "sampli
                   "capacity")
 
 # Exit statuses: 0 done; 2 refused input, or an output that could not be written (a message on
-# stderr says which and where).
+# stderr says which and where); 130 interrupted by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+INTERRUPTED = {
+    "run": "interrupted; no result was written",
+    "sweep": "interrupted; finished chunks are kept, rerun the same command to resume",
+    "reproduce": "interrupted; finished chunks are kept, rerun the same command to resume",
+    "plot": "interrupted",
+}
 FALLBACK = "fedpne-result-{stamp}.json"     # where a finished run goes when --output cannot be written
 
 
@@ -342,6 +349,9 @@ def main(argv=None) -> int:
     except MemoryError as err:
         detail = f" ({err})" if str(err) else ""
         print(f"fedpne: error: out of host memory{detail}; use fewer seeds, clients or rounds", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"fedpne: {INTERRUPTED[args.command]}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return EXIT_ERROR
 
 

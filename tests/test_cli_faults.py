@@ -232,3 +232,23 @@ def test_a_full_disk_during_a_sweep_is_a_message_naming_the_folder(tmp_path, ful
     err = capsys.readouterr().err
     assert f"fedpne: error: No space left on device (writing '{out}')" in err and "Traceback" not in err
     assert json.loads((out / "index.json").read_text())["chunks"] == {}       # the folder stays valid
+
+
+# ---------------------------------------------------------------------------------------- Ctrl-C
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("argv, patched, message", [
+    (["run", "--output", "{tmp}/r.json"], "run", "fedpne: interrupted; no result was written"),
+    (["sweep", "--out", "{tmp}/s", "--objectives", "garland"], "run_sweep",
+     "fedpne: interrupted; finished chunks are kept, rerun the same command to resume"),
+    (["reproduce", "fig3", "--out", "{tmp}/results"], "reproduce",
+     "fedpne: interrupted; finished chunks are kept, rerun the same command to resume"),
+])
+def test_ctrl_c_exits_130_with_a_message(argv, patched, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, patched, _interrupt)
+    assert main([a.format(tmp=tmp_path) for a in argv]) == cli.EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err.strip() == message
+    assert not os.path.exists(tmp_path / "r.json")
