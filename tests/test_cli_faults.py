@@ -12,6 +12,7 @@ import pytest
 from fedpne_jax import cli
 from fedpne_jax.cli import main
 from fedpne_jax.core.result import RunResult
+from fedpne_jax.paper import summary
 
 # One tiny shape for every run here, so that the whole file compiles Fed-PNE once.
 TINY = ["--horizon", "50", "--clients", "2", "--seeds", "1", "--checkpoints", "5"]
@@ -252,3 +253,19 @@ def test_ctrl_c_exits_130_with_a_message(argv, patched, message, tmp_path, monke
     assert main([a.format(tmp=tmp_path) for a in argv]) == cli.EXIT_INTERRUPTED == 130
     assert capsys.readouterr().err.strip() == message
     assert not os.path.exists(tmp_path / "r.json")
+
+
+# ------------------------------------------------------------------------------------ statistics
+
+def test_one_seed_has_no_standard_deviation(tmp_path, capsys):
+    out = tmp_path / "one.json"
+    assert main(["run", *TINY, "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "± n/a (mean ± std over seeds)" in text
+    data = json.loads(out.read_text())
+    assert data["regret_std"] == [None] * 5 and len(data["regret_mean"]) == 5
+    one = small_result(seeds=1)
+    assert np.isnan(one.regret_std).all() and np.isnan(one.final_std)
+    two = small_result(seeds=2)
+    assert two.final_std == pytest.approx(two.final_regret.std(ddof=1)) and np.isfinite(two.regret_std).all()
+    assert summary._fmt(3.0, None) == "3 ± n/a" and summary._fmt(3.0, float("nan")) == "3 ± n/a"
