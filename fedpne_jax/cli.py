@@ -27,7 +27,9 @@ from fedpne_jax.paper.reproduce import reproduce
 # Options that map one-to-one onto config fields of the same name; None means "not given", so the
 # algorithm's own default applies and an option an algorithm does not have can be refused.
 CONFIG_OPTIONS = ("nu", "rho", "c", "c1", "delta", "k", "split", "pull", "sampling", "dp_epsilon", "dp_delta",
-                  "capacity")
+                  "capacity", "horizon", "noise", "checkpoints")
+DEFAULT_NOISE = "gaussian:0.1"
+DEFAULT_CHECKPOINTS = 100
 
 # Exit statuses: 0 done; 2 refused input, or an output that could not be written (a message on
 # stderr says which and where); 130 interrupted by Ctrl-C (128 + SIGINT, as shells report it).
@@ -63,7 +65,8 @@ def _run_parser(sub):
     p.add_argument("--delta", type=float, default=None, help="Fed-PNE: 1/M")
     p.add_argument("--k", type=int, default=None, help="Fed-PNE: 2")
     p.add_argument("--split", default=None, choices=SPLITS, help="Fed-PNE: random")
-    p.add_argument("--noise", default="gaussian:0.1", help=f"one of {NOISE_KINDS}, e.g. gaussian:0.1, uniform:0.1")
+    p.add_argument("--noise", default=None, help=f"one of {NOISE_KINDS}, e.g. gaussian:0.1, uniform:0.1 "
+                   f"(default: {DEFAULT_NOISE})")
     p.add_argument("--pull", default=None, choices=PULLS, help="Fed-PNE: centre")
     p.add_argument("--sampling", default=None, choices=SAMPLINGS, help="Fed-PNE: auto")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -74,7 +77,8 @@ def _run_parser(sub):
     p.add_argument("--amplitude", type=float, default=None, help="strength of the 'fourier' heterogeneity")
     p.add_argument("--dp-epsilon", type=float, default=None)
     p.add_argument("--dp-delta", type=float, default=None)
-    p.add_argument("--checkpoints", type=int, default=100)
+    p.add_argument("--checkpoints", type=int, default=None,
+                   help=f"regret checkpoints, evenly spaced, the last at T (default: {DEFAULT_CHECKPOINTS})")
     p.add_argument("--capacity", type=int, default=None, help="initial node-table capacity (default: from config)")
     p.add_argument("--no-grow", action="store_true", help="fail instead of growing a full node table")
     p.add_argument("--output", default=None, help="write the result as JSON to this file")
@@ -212,24 +216,45 @@ def cmd_plot(args) -> int:
 
 
 def parse_settings(items) -> dict:
-    """KEY=VALUE strings as a dict of parsed values (see registry.parse_value)."""
+    """KEY=VALUE strings as {key: (item, parsed value)} (see registry.parse_value); a key given twice
+    is refused, as silently keeping the last would hide a typo."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
-        out[key.strip().replace("-", "_")] = registry.parse_value(value)
+        if key in out:
+            raise ValueError(f"--set {out[key][0]} and --set {item} both set {key}; give it once")
+        out[key] = (item, registry.parse_value(value))
     return out
 
 
-def run_config(args, num_clients: int, horizon: int):
-    """The algorithm's config from the options the user gave; the rest keep the algorithm's defaults."""
-    options = dict(horizon=horizon, noise=args.noise, checkpoints=args.checkpoints)
-    options.update({name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None})
-    options.update(parse_settings(args.set))
+def run_options(args) -> dict:
+    """{config field: value} of the options and --set settings the user gave (no defaults).  A
+    parameter given both as an option and with --set is refused: neither may silently win."""
+    given = {name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None}
+    flags = {name: (f"--{name.replace('_', '-')}", value) for name, value in given.items()}
+    if args.clients is not None:
+        flags["num_clients"] = ("--clients", args.clients)
+    settings = parse_settings(args.set)
+    for field, (item, _) in settings.items():
+        if field in flags:
+            flag, value = flags[field]
+            raise ValueError(f"{flag} {value} and --set {item} both set {field}; give it once")
+    given.update({field: value for field, (_, value) in settings.items()})
+    return given
+
+
+def run_config(args, options: dict, num_clients: int):
+    """The algorithm's config from the options the user gave (:func:`run_options`); the rest keep
+    the algorithm's defaults, except those the command line defines (horizon, noise, checkpoints)."""
+    options = dict(options)
+    options.setdefault("noise", DEFAULT_NOISE)
+    options.setdefault("checkpoints", DEFAULT_CHECKPOINTS)
     fields = {f.name for f in dataclasses.fields(registry.config_type(args.algorithm))}
     if "num_clients" in fields:
-        options.setdefault("num_clients", num_clients)
+        options["num_clients"] = num_clients
     return registry.make_config(args.algorithm, **options)
 
 
@@ -238,11 +263,17 @@ def cmd_run(args) -> int:
         check_output_file("--output", args.output)
     if args.no_grow and args.algorithm != "fedpne":
         raise ValueError("--no-grow applies to fedpne only (the baselines' tables have a fixed size)")
-    heterogeneity = args.heterogeneity or objectives.default_heterogeneity(args.objective, parse_noise(args.noise)[0])
+    if args.seeds is not None and not 1 <= args.seeds <= 2**31:
+        raise ValueError(f"--seeds must be an integer in [1, 2^31] (seed indices are int32), got {args.seeds}")
+    options = run_options(args)
+    heterogeneity = args.heterogeneity or objectives.default_heterogeneity(
+        args.objective, parse_noise(options.get("noise", DEFAULT_NOISE))[0])
     clients, horizon = objectives.default_size(args.objective)
-    clients = args.clients if args.clients is not None else clients
-    horizon = args.horizon if args.horizon is not None else horizon
-    config = run_config(args, clients, horizon)
+    # --set num_clients=M sizes the objective as --clients M would (and an algorithm without the
+    # field refuses it in make_config).
+    clients = args.clients if args.clients is not None else options.get("num_clients", clients)
+    options.setdefault("horizon", horizon)
+    config = run_config(args, options, clients)
     objective = objectives.make_objective(args.objective, num_clients=clients,
                                           heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim,
                                           instance=args.instance,

@@ -269,3 +269,25 @@ def test_one_seed_has_no_standard_deviation(tmp_path, capsys):
     two = small_result(seeds=2)
     assert two.final_std == pytest.approx(two.final_regret.std(ddof=1)) and np.isfinite(two.regret_std).all()
     assert summary._fmt(3.0, None) == "3 ± n/a" and summary._fmt(3.0, float("nan")) == "3 ± n/a"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--horizon", "50", "--set", "horizon=100"], "--horizon 50 and --set horizon=100 both set horizon; give it once"),
+    (["--rho", "0.6", "--set", "rho=0.7"], "--rho 0.6 and --set rho=0.7 both set rho; give it once"),
+    (["--noise", "none", "--set", "noise=gaussian:0.2"], "--noise none and --set noise=gaussian:0.2 both set noise"),
+    (["--checkpoints", "5", "--set", "checkpoints=6"], "--checkpoints 5 and --set checkpoints=6 both set checkpoints"),
+    (["--dp-epsilon", "1", "--set", "dp-epsilon=2"], "--dp-epsilon 1.0 and --set dp-epsilon=2 both set dp_epsilon"),
+    (["--clients", "2", "--set", "num_clients=3"], "--clients 2 and --set num_clients=3 both set num_clients"),
+    (["--set", "kappa=1", "--set", "kappa=2"], "--set kappa=1 and --set kappa=2 both set kappa; give it once"),
+])
+def test_a_parameter_given_twice_is_refused(argv, message, no_run, capsys):
+    assert main(["run", *argv]) == 2
+    assert f"fedpne: error: {message}" in capsys.readouterr().err
+
+
+def test_set_alone_still_sets_the_parameter(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["run", "--clients", "2", "--seeds", "1", "--set", "horizon=50", "--set", "checkpoints=5",
+                 "--set", "noise=gaussian:0.3", "--output", str(out)]) == 0
+    config = json.loads(out.read_text())["config"]
+    assert config["horizon"] == 50 and config["checkpoints"] == 5 and config["noise"] == "gaussian:0.3"
