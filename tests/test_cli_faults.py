@@ -2,6 +2,7 @@
 disk after it), Ctrl-C, statistics of one seed, options given twice.  Every fault ends in a
 message and exit status 2 (130 for Ctrl-C), never in a traceback or a lost or corrupted result."""
 import builtins
+import dataclasses
 import errno
 import json
 import os
@@ -12,7 +13,8 @@ import pytest
 from fedpne_jax import cli
 from fedpne_jax.cli import main
 from fedpne_jax.core.result import RunResult
-from fedpne_jax.paper import summary
+from fedpne_jax.paper import figures, summary
+from fedpne_jax.paper.reproduce import TIMING, reproduce
 
 # One tiny shape for every run here, so that the whole file compiles Fed-PNE once.
 TINY = ["--horizon", "50", "--clients", "2", "--seeds", "1", "--checkpoints", "5"]
@@ -291,3 +293,24 @@ def test_set_alone_still_sets_the_parameter(tmp_path):
                  "--set", "noise=gaussian:0.3", "--output", str(out)]) == 0
     config = json.loads(out.read_text())["config"]
     assert config["horizon"] == 50 and config["checkpoints"] == 5 and config["noise"] == "gaussian:0.3"
+
+
+def test_overwrite_restarts_a_studys_time(tmp_path, monkeypatch):
+    study = figures.STUDIES["sensitivity"]
+    tiny = dataclasses.replace(study, quick=figures.Size((50,), 2, (2,)),
+                               grid={"fedpne": {"c": (0.1, 0.2), "rho": (0.5,)}})
+    monkeypatch.setitem(figures.STUDIES, "sensitivity", tiny)
+    out = str(tmp_path / "results")
+    timing = os.path.join(out, "quick", TIMING)
+    quiet = dict(out=out, quick=True, progress=False, plot=False, log=lambda *_: None)
+    reproduce("sensitivity", **quiet)
+    first = json.load(open(timing))["sensitivity"]
+    assert 0 < first < 600
+    # An earlier session's (made-up, long) time: a rerun with nothing to compute keeps it...
+    with open(timing, "w") as fh:
+        json.dump({"sensitivity": 1e6}, fh)
+    reproduce("sensitivity", **quiet)
+    assert json.load(open(timing))["sensitivity"] == 1e6
+    # ...and --overwrite, which discards the study and computes it again, starts its time afresh.
+    reproduce("sensitivity", overwrite=True, **quiet)
+    assert json.load(open(timing))["sensitivity"] < 600
