@@ -25,7 +25,8 @@ from fedpne_jax.paper.plot import plot_results
 from fedpne_jax.paper.reproduce import reproduce
 
 # Options that map one-to-one onto config fields of the same name; None means "not given", so the
-# algorithm's own default applies and an option an algorithm does not have can be refused.
+# algorithm's own default applies (horizon, noise and checkpoints: the command line's, below), an
+# option an algorithm does not have can be refused, and one also given with --set is noticed.
 CONFIG_OPTIONS = ("nu", "rho", "c", "c1", "delta", "k", "split", "pull", "sampling", "dp_epsilon", "dp_delta",
                   "capacity", "horizon", "noise", "checkpoints")
 DEFAULT_NOISE = "gaussian:0.1"
@@ -44,9 +45,16 @@ INTERRUPTED = {
 FALLBACK = "fedpne-result-{stamp}.json"     # where a finished run goes when --output cannot be written
 
 
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default unless it is None ("not given"), whose meaning its help states."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
 def _run_parser(sub):
     p = sub.add_parser("run", help="run an algorithm (Fed-PNE by default) for a batch of seeds",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=_Defaults)
     p.add_argument("--algorithm", default="fedpne", choices=registry.NAMES)
     p.add_argument("--objective", default="garland", help="a registered objective, e.g. garland, doublesine, "
                    "himmelblau, ackley, rastrigin, landmine, landmine-sklearn, covid, digits, bbob-f1 ... bbob-f24")
@@ -99,7 +107,7 @@ def _device_options(p):
 
 def _sweep_parser(sub):
     p = sub.add_parser("sweep", help="run a sweep (objectives x algorithms x M x T x grid x seeds) into a folder",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       formatter_class=_Defaults,
                        description="Run a sweep described by a TOML/JSON file (see fedpne_jax.sweep) and/or the "
                                    "options below into a results folder; rerunning finishes an interrupted sweep.")
     p.add_argument("file", nargs="?", default=None, help="sweep definition (.toml or .json)")
@@ -146,7 +154,7 @@ def _reproduce_parser(sub):
 
 def _plot_parser(sub):
     p = sub.add_parser("plot", help="regret curves of run results (--output JSON) and sweep folders, one axes",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=_Defaults)
     p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
     p.add_argument("--out", default="regret.png", help="PNG file to write")
     p.add_argument("--title", default=None)
@@ -157,7 +165,10 @@ def _plot_parser(sub):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX")
+    parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX",
+                                     epilog=f"exit status: 0 done; {EXIT_ERROR} invalid input, or an output that "
+                                            f"could not be written (a message says which); {EXIT_INTERRUPTED} "
+                                            f"interrupted (Ctrl-C)")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
     _sweep_parser(sub)

@@ -255,6 +255,7 @@ def test_ctrl_c_exits_130_with_a_message(argv, patched, message, tmp_path, monke
     assert main([a.format(tmp=tmp_path) for a in argv]) == cli.EXIT_INTERRUPTED == 130
     assert capsys.readouterr().err.strip() == message
     assert not os.path.exists(tmp_path / "r.json")
+    assert "130 interrupted (Ctrl-C)" in cli.build_parser().format_help()
 
 
 # ------------------------------------------------------------------------------------ statistics
