@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
-
 import dataclasses
 import os
+import sys
+import tempfile
+import time
 
 import jax
 
@@ -24,14 +25,36 @@ from fedpne_jax.paper.plot import plot_results
 from fedpne_jax.paper.reproduce import reproduce
 
 # Options that map one-to-one onto config fields of the same name; None means "not given", so the
-# algorithm's own default applies and an option an algorithm does not have can be refused.
+# algorithm's own default applies (horizon, noise and checkpoints: the command line's, below), an
+# option an algorithm does not have can be refused, and one also given with --set is noticed.
 CONFIG_OPTIONS = ("nu", "rho", "c", "c1", "delta", "k", "split", "pull", "sampling", "dp_epsilon", "dp_delta",
-                  "capacity")
+                  "capacity", "horizon", "noise", "checkpoints")
+DEFAULT_NOISE = "gaussian:0.1"
+DEFAULT_CHECKPOINTS = 100
+
+# Exit statuses: 0 done; 2 refused input, or an output that could not be written (a message on
+# stderr says which and where); 130 interrupted by Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+INTERRUPTED = {
+    "run": "interrupted; no result was written",
+    "sweep": "interrupted; finished chunks are kept, rerun the same command to resume",
+    "reproduce": "interrupted; finished chunks are kept, rerun the same command to resume",
+    "plot": "interrupted",
+}
+FALLBACK = "fedpne-result-{stamp}.json"     # where a finished run goes when --output cannot be written
+
+
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default unless it is None ("not given"), whose meaning its help states."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
 
 
 def _run_parser(sub):
     p = sub.add_parser("run", help="run an algorithm (Fed-PNE by default) for a batch of seeds",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=_Defaults)
     p.add_argument("--algorithm", default="fedpne", choices=registry.NAMES)
     p.add_argument("--objective", default="garland", help="a registered objective, e.g. garland, doublesine, "
                    "himmelblau, ackley, rastrigin, landmine, landmine-sklearn, covid, digits, bbob-f1 ... bbob-f24")
@@ -50,7 +73,8 @@ def _run_parser(sub):
     p.add_argument("--delta", type=float, default=None, help="Fed-PNE: 1/M")
     p.add_argument("--k", type=int, default=None, help="Fed-PNE: 2")
     p.add_argument("--split", default=None, choices=SPLITS, help="Fed-PNE: random")
-    p.add_argument("--noise", default="gaussian:0.1", help=f"one of {NOISE_KINDS}, e.g. gaussian:0.1, uniform:0.1")
+    p.add_argument("--noise", default=None, help=f"one of {NOISE_KINDS}, e.g. gaussian:0.1, uniform:0.1 "
+                   f"(default: {DEFAULT_NOISE})")
     p.add_argument("--pull", default=None, choices=PULLS, help="Fed-PNE: centre")
     p.add_argument("--sampling", default=None, choices=SAMPLINGS, help="Fed-PNE: auto")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -61,7 +85,8 @@ def _run_parser(sub):
     p.add_argument("--amplitude", type=float, default=None, help="strength of the 'fourier' heterogeneity")
     p.add_argument("--dp-epsilon", type=float, default=None)
     p.add_argument("--dp-delta", type=float, default=None)
-    p.add_argument("--checkpoints", type=int, default=100)
+    p.add_argument("--checkpoints", type=int, default=None,
+                   help=f"regret checkpoints, evenly spaced, the last at T (default: {DEFAULT_CHECKPOINTS})")
     p.add_argument("--capacity", type=int, default=None, help="initial node-table capacity (default: from config)")
     p.add_argument("--no-grow", action="store_true", help="fail instead of growing a full node table")
     p.add_argument("--output", default=None, help="write the result as JSON to this file")
@@ -82,7 +107,7 @@ def _device_options(p):
 
 def _sweep_parser(sub):
     p = sub.add_parser("sweep", help="run a sweep (objectives x algorithms x M x T x grid x seeds) into a folder",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       formatter_class=_Defaults,
                        description="Run a sweep described by a TOML/JSON file (see fedpne_jax.sweep) and/or the "
                                    "options below into a results folder; rerunning finishes an interrupted sweep.")
     p.add_argument("file", nargs="?", default=None, help="sweep definition (.toml or .json)")
@@ -129,7 +154,7 @@ def _reproduce_parser(sub):
 
 def _plot_parser(sub):
     p = sub.add_parser("plot", help="regret curves of run results (--output JSON) and sweep folders, one axes",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=_Defaults)
     p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
     p.add_argument("--out", default="regret.png", help="PNG file to write")
     p.add_argument("--title", default=None)
@@ -140,7 +165,10 @@ def _plot_parser(sub):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX")
+    parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX",
+                                     epilog=f"exit status: 0 done; {EXIT_ERROR} invalid input, or an output that "
+                                            f"could not be written (a message says which); {EXIT_INTERRUPTED} "
+                                            f"interrupted (Ctrl-C)")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
     _sweep_parser(sub)
@@ -150,19 +178,48 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_reproduce(args) -> int:
+    check_output_folder("--out", args.out)
     reproduce(args.figures, out=args.out, quick=args.quick, seeds=args.seeds, progress=not args.no_progress,
               memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot, overwrite=args.overwrite)
     return 0
 
 
-def check_folder(option: str, path: str) -> None:
-    """A file option's folder must exist: a run must not finish only to fail writing its output."""
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+def check_output_file(option: str, path: str) -> None:
+    """An output file's path is checked before anything runs: a run must not finish only to fail
+    writing its output.  (A write can still fail later, e.g. on a full disk; see keep_result.)"""
+    if not path:
+        raise ValueError(f"{option}: the path is empty")
+    if os.path.isdir(path):
+        raise ValueError(f"{option}: {path!r} is a folder; give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(folder):
         raise ValueError(f"{option}: the folder of {path!r} does not exist")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{option}: the folder of {path!r} is a file")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}: the folder of {path!r} is not writable")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise ValueError(f"{option}: {path!r} is read-only")
+
+
+def check_output_folder(option: str, path: str) -> None:
+    """An output folder (created if missing) is checked before anything runs, like an output file."""
+    if not path:
+        raise ValueError(f"{option}: the path is empty")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{option}: {path!r} is a file, not a folder")
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):          # the folders that will be created need a writable parent
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"{option}: {path!r} cannot be created: {existing!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}: {path!r} is not writable" if existing == os.path.abspath(path)
+                         else f"{option}: {path!r} cannot be created: {existing!r} is not writable")
 
 
 def cmd_plot(args) -> int:
-    check_folder("--out", args.out)
+    check_output_file("--out", args.out)
     path = plot_results(args.results, args.out, title=args.title, band=args.band,
                         xscale="log" if args.logx else "linear", yscale="log" if args.logy else "linear")
     print(f"wrote {path}")
@@ -170,37 +227,64 @@ def cmd_plot(args) -> int:
 
 
 def parse_settings(items) -> dict:
-    """KEY=VALUE strings as a dict of parsed values (see registry.parse_value)."""
+    """KEY=VALUE strings as {key: (item, parsed value)} (see registry.parse_value); a key given twice
+    is refused, as silently keeping the last would hide a typo."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
-        out[key.strip().replace("-", "_")] = registry.parse_value(value)
+        if key in out:
+            raise ValueError(f"--set {out[key][0]} and --set {item} both set {key}; give it once")
+        out[key] = (item, registry.parse_value(value))
     return out
 
 
-def run_config(args, num_clients: int, horizon: int):
-    """The algorithm's config from the options the user gave; the rest keep the algorithm's defaults."""
-    options = dict(horizon=horizon, noise=args.noise, checkpoints=args.checkpoints)
-    options.update({name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None})
-    options.update(parse_settings(args.set))
+def run_options(args) -> dict:
+    """{config field: value} of the options and --set settings the user gave (no defaults).  A
+    parameter given both as an option and with --set is refused: neither may silently win."""
+    given = {name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None}
+    flags = {name: (f"--{name.replace('_', '-')}", value) for name, value in given.items()}
+    if args.clients is not None:
+        flags["num_clients"] = ("--clients", args.clients)
+    settings = parse_settings(args.set)
+    for field, (item, _) in settings.items():
+        if field in flags:
+            flag, value = flags[field]
+            raise ValueError(f"{flag} {value} and --set {item} both set {field}; give it once")
+    given.update({field: value for field, (_, value) in settings.items()})
+    return given
+
+
+def run_config(args, options: dict, num_clients: int):
+    """The algorithm's config from the options the user gave (:func:`run_options`); the rest keep
+    the algorithm's defaults, except those the command line defines (horizon, noise, checkpoints)."""
+    options = dict(options)
+    options.setdefault("noise", DEFAULT_NOISE)
+    options.setdefault("checkpoints", DEFAULT_CHECKPOINTS)
     fields = {f.name for f in dataclasses.fields(registry.config_type(args.algorithm))}
     if "num_clients" in fields:
-        options.setdefault("num_clients", num_clients)
+        options["num_clients"] = num_clients
     return registry.make_config(args.algorithm, **options)
 
 
 def cmd_run(args) -> int:
-    if args.output:
-        check_folder("--output", args.output)
+    if args.output is not None:
+        check_output_file("--output", args.output)
     if args.no_grow and args.algorithm != "fedpne":
         raise ValueError("--no-grow applies to fedpne only (the baselines' tables have a fixed size)")
-    heterogeneity = args.heterogeneity or objectives.default_heterogeneity(args.objective, parse_noise(args.noise)[0])
+    if args.seeds is not None and not 1 <= args.seeds <= 2**31:
+        raise ValueError(f"--seeds must be an integer in [1, 2^31] (seed indices are int32), got {args.seeds}")
+    options = run_options(args)
+    heterogeneity = args.heterogeneity or objectives.default_heterogeneity(
+        args.objective, parse_noise(options.get("noise", DEFAULT_NOISE))[0])
     clients, horizon = objectives.default_size(args.objective)
-    clients = args.clients if args.clients is not None else clients
-    horizon = args.horizon if args.horizon is not None else horizon
-    config = run_config(args, clients, horizon)
+    # --set num_clients=M sizes the objective as --clients M would (and an algorithm without the
+    # field refuses it in make_config).
+    clients = args.clients if args.clients is not None else options.get("num_clients", clients)
+    options.setdefault("horizon", horizon)
+    config = run_config(args, options, clients)
     objective = objectives.make_objective(args.objective, num_clients=clients,
                                           heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim,
                                           instance=args.instance,
@@ -211,10 +295,62 @@ def cmd_run(args) -> int:
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
         return 0
     print(result.summary())
-    if args.output:
-        result.write_json(args.output)
+    if args.output is not None:
+        try:
+            result.write_json(args.output)
+        except OSError as err:
+            return keep_result(result, args.output, err)
         print(f"  wrote {args.output}")
     return 0
+
+
+def keep_result(result, path: str, err: OSError) -> int:
+    """The run finished but --output could not be written (checked before the run, so the disk
+    filled up or the folder changed meanwhile): keep the numbers in a fallback file rather than
+    lose minutes or hours of computing, in the working directory or else the temporary folder."""
+    print(f"fedpne: error: --output: could not write {path!r}: {describe_os_error(err)}", file=sys.stderr)
+    name = FALLBACK.format(stamp=time.strftime("%Y%m%d-%H%M%S"))
+    folders = []
+    for folder in (os.curdir, tempfile.gettempdir()):
+        try:
+            folder = os.path.abspath(folder)
+        except OSError:                              # the working directory was removed
+            continue
+        if folder not in folders:
+            folders.append(folder)
+    for folder in folders:
+        fallback = _unused(os.path.join(folder, name))
+        try:
+            result.write_json(fallback)
+        except OSError as again:
+            print(f"fedpne: error: could not write the result to {fallback!r} either: {describe_os_error(again)}",
+                  file=sys.stderr)
+            continue
+        print(f"fedpne: the result is kept in {fallback}", file=sys.stderr)
+        return EXIT_ERROR
+    print("fedpne: error: the result could not be written anywhere; only the summary above remains",
+          file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _unused(path: str) -> str:
+    """``path``, or ``stem-2.json``, ``stem-3.json``... if it exists: a fallback never replaces a file."""
+    stem, ext = os.path.splitext(path)
+    n = 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{stem}-{n}{ext}"
+    return path
+
+
+def describe_os_error(err: OSError, where: str | None = None) -> str:
+    """An OSError as one line naming the path: its own file name, else ``where`` (a write to an open
+    file, e.g. on a full disk, raises without one)."""
+    what = err.strerror or str(err) or type(err).__name__
+    names = [n for n in (err.filename, err.filename2) if n is not None]
+    if names:
+        return f"{what}: {', '.join(map(repr, names))}"
+    return f"{what} (writing {where!r})" if where else what
 
 
 def _devices(spec: str):
@@ -222,6 +358,7 @@ def _devices(spec: str):
 
 
 def cmd_sweep(args) -> int:
+    check_output_folder("--out", args.out)
     base = sweep_lib.read(args.file) if args.file else None
     raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
@@ -241,12 +378,23 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if getattr(args, "distributed", False):
-                    sharding.initialize(args.coordinator, args.num_processes, args.process_id)
+            sharding.initialize(args.coordinator, args.num_processes, args.process_id)
         commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot}
         return commands[args.command](args)
     except (ValueError, MissingExtra, CapacityError, ObjectiveError) as err:
         print(f"fedpne: error: {err}", file=sys.stderr)
-        return 2
+    except OSError as err:
+        # A file that could not be read or written (a full disk during a sweep, a folder made
+        # read-only meanwhile): the message names it, the folder's finished files stay valid.
+        where = getattr(args, "out", None) or getattr(args, "output", None)
+        print(f"fedpne: error: {describe_os_error(err, where)}", file=sys.stderr)
+    except MemoryError as err:
+        detail = f" ({err})" if str(err) else ""
+        print(f"fedpne: error: out of host memory{detail}; use fewer seeds, clients or rounds", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"fedpne: {INTERRUPTED[args.command]}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import os
 import platform
 from importlib import metadata
 
@@ -69,7 +71,14 @@ class RunResult:
 
     @property
     def regret_std(self) -> np.ndarray:
-        return self.curves.std(axis=0, ddof=1) if self.num_seeds > 1 else np.zeros_like(self.regret_mean)
+        """(C,) std over seeds (ddof = 1); NaN with one seed, where it is undefined (0 would claim
+        the run has no spread)."""
+        return self.curves.std(axis=0, ddof=1) if self.num_seeds > 1 else np.full_like(self.regret_mean, np.nan)
+
+    @property
+    def final_std(self) -> float:
+        """Std over seeds of the final regret (ddof = 1); NaN with one seed."""
+        return float(self.final_regret.std(ddof=1)) if self.num_seeds > 1 else math.nan
 
     @property
     def runs_per_second(self) -> float:
@@ -77,13 +86,13 @@ class RunResult:
 
     def summary(self) -> str:
         f = self.final_regret
-        std = f.std(ddof=1) if f.size > 1 else 0.0
+        std = "n/a" if math.isnan(self.final_std) else f"{self.final_std:.4g}"
         c = self.config
         clients = f"M={c['num_clients']} " if "num_clients" in c else ""
         kind = "per-client regret R(T)/M" if "num_clients" in c else "regret R(T)"
         lines = [f"{registry.label(self.algorithm)} on {self.objective}: {clients}T={c['horizon']} seeds={self.num_seeds} "
                  f"device={device_name()}",
-                 f"  final {kind}: {f.mean():.6g} ± {std:.4g} (mean ± std over seeds)"]
+                 f"  final {kind}: {f.mean():.6g} ± {std} (mean ± std over seeds)"]
         m = self.metrics
         if "phases" in m:
             lines.append(f"  phases (communication rounds): {m['phases'].mean():.3g} (min {m['phases'].min()}, "
@@ -108,15 +117,35 @@ class RunResult:
             "base_seed": self.base_seed,
             "checkpoints": self.checkpoints.tolist(),
             "regret_mean": self.regret_mean.tolist(),
-            "regret_std": self.regret_std.tolist(),
+            "regret_std": [None if math.isnan(v) else v for v in self.regret_std.tolist()],  # JSON has no NaN
             "per_seed": per_seed,
             "timing": {"compile_seconds": self.compile_seconds, "run_seconds": self.run_seconds,
                        "runs_per_second": self.runs_per_second},
         }
 
     def write_json(self, path) -> None:
-        with open(path, "w") as fh:
-            json.dump(self.to_dict(), fh, indent=1)
+        """Write :meth:`to_dict` to ``path`` atomically: whatever fails (a full disk, a kill), ``path``
+        holds either its old content or the whole new file, and no temporary file is left behind."""
+        # Imported here: the store imports this module (for versions()).
+        from fedpne_jax.experiments.store import write_atomic
+
+        text = json.dumps(self.to_dict(), indent=1).encode()
+        temporaries = []
+
+        def write(fh):
+            if isinstance(fh.name, str):
+                temporaries.append(fh.name)
+            fh.write(text)
+
+        try:
+            write_atomic(os.fspath(path), write)
+        except BaseException:
+            for tmp in temporaries:
+                try:
+                    os.remove(tmp)
+                except OSError:
+                    pass          # gone already, or unremovable: the original error matters more
+            raise
 
 
 def versions() -> dict:

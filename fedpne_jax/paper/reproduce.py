@@ -5,7 +5,8 @@ Layout of ``--out`` (default ``results``); quick mode writes the same layout und
 and ``--seeds N`` under ``OUT/seeds-N`` (``OUT/quick-seeds-N``), so runs of different sizes never mix::
 
     sweeps/<study>/            one sweep folder per study: an interrupted reproduce resumes there
-    timing.json                wall seconds each study took to compute (summed over resumed sessions)
+    timing.json                wall seconds each study took to compute (summed over resumed sessions;
+                               restarted when --overwrite discards a study)
     figures/<figure>.json      the figure's numbers, the studies' definitions, device and timing
     figures/<figure>.csv       the same numbers as rows (panel, series, x, mean, std, stderr, runs)
     figures/<figure>.png       the plot (needs matplotlib: the ``plot`` extra)
@@ -102,7 +103,10 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
             report = run_sweep(definitions[study], path, memory_gb=memory_gb, devices=devices, progress=progress,
                                label=study, overwrite=overwrite)
             if report.runs_computed:
-                timing[study] = timing.get(study, 0.0) + report.seconds
+                # A study computed from nothing (new, or discarded by --overwrite) took this session's
+                # time alone; only a resumed one adds to the earlier sessions'.
+                earlier = timing.get(study, 0.0) if report.runs_before else 0.0
+                timing[study] = earlier + report.seconds
                 store.write_json(os.path.join(base, TIMING), timing)
                 log(f"  {study}: {report.summary().splitlines()[0]}")
             results[study] = load_sweep(path)

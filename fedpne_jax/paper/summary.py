@@ -41,6 +41,9 @@ def significant(a: tuple, b: tuple) -> bool:
 
 
 def _fmt(mean, err) -> str:
+    # One run has no standard error: JSON stores it as null (or NaN), and 0 would claim certainty.
+    if err is None or not math.isfinite(err):
+        return f"{mean:.4g} ± n/a"
     return f"{mean:.4g} ± {err:.2g}"
 
 
