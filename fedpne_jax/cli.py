@@ -15,6 +15,7 @@ import objectives
 from fedpne_jax.algorithms.fedpne.config import PULLS, SAMPLINGS, SPLITS
 from fedpne_jax.core import registry, sharding
 from fedpne_jax.core.config import NOISE_KINDS, parse_noise
+from fedpne_jax.core.files import WriteError
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
 from fedpne_jax.core.run import run
 from fedpne_jax.experiments import sweep as sweep_lib
@@ -118,6 +119,9 @@ def _sweep_parser(sub):
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true",
                    help="discard results of a different definition in --out instead of refusing")
+    p.add_argument("--repair", action="store_true",
+                   help="rebuild index.json from the chunk files that verify (keeps chunks written but never "
+                        "indexed); a missing or damaged index is rebuilt anyway")
     p.add_argument("--objectives", default=None, help="comma-separated, e.g. garland,doublesine")
     p.add_argument("--algorithms", default=None, help="comma-separated, e.g. fedpne")
     p.add_argument("--clients", default=None, help="comma-separated M values")
@@ -346,6 +350,9 @@ def _unused(path: str) -> str:
 def describe_os_error(err: OSError, where: str | None = None) -> str:
     """An OSError as one line naming the path: its own file name, else ``where`` (a write to an open
     file, e.g. on a full disk, raises without one)."""
+    if isinstance(err, WriteError) and isinstance(err.__cause__, OSError):
+        # The atomic writer's error: report the system's reason, not its sentence around it.
+        err, where = err.__cause__, where if err.__cause__.filename else None
     what = err.strerror or str(err) or type(err).__name__
     names = [n for n in (err.filename, err.filename2) if n is not None]
     if names:
@@ -364,7 +371,8 @@ def cmd_sweep(args) -> int:
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
                                  grid=args.grid, base=base)
     report = run_sweep(raw, args.out, memory_gb=args.memory_gb, devices=_devices(args.devices),
-                       progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite)
+                       progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite,
+                       repair=args.repair)
     if jax.process_index() == 0:
         print(report.summary())
         if report.configs <= 50:

@@ -18,7 +18,7 @@ if ROOT not in sys.path:        # the project (and its test-support package, tes
     sys.path.insert(0, ROOT)
 
 from fedpne_jax.core.result import device_name, versions  # noqa: E402
-from fedpne_jax.experiments.store import write_json  # noqa: E402
+from fedpne_jax.core.files import write_json  # noqa: E402
 
 
 def best_seconds(fn: Callable[[], object], repeats: int) -> float:

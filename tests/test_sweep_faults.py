@@ -336,6 +336,18 @@ def test_index_of_the_chunks_alone_with_repair(out, clean, capsys):
     assert_same(out, clean)
 
 
+def test_repair_from_the_command_line(out, clean, tmp_path, capsys):
+    """fedpne sweep --repair does what run_sweep(repair=True) does."""
+    listed = json.loads((out / "index.json").read_text())
+    del listed["chunks"][next(iter(listed["chunks"]))]
+    (out / "index.json").write_text(json.dumps(listed))
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(definition(SEEDS)))
+    assert main(["sweep", str(path), "--out", str(out), "--chunk-runs", "1", "--no-progress", "--repair"]) == 0
+    assert "repair requested" in capsys.readouterr().err
+    assert index(out) == index(clean)
+
+
 def test_chunk_copied_from_another_configuration_or_sweep_is_rejected(out, clean, tmp_path, capsys):
     shutil.copy(chunk(out, 0, 1), chunk(out, 1, 1))
     with pytest.raises(fp.SweepError, match=re.escape(str(chunk(out, 1, 1))) + ".*index lists it as configuration"):

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from fedpne_jax.core import registry
+from fedpne_jax.core.files import write_atomic
 from fedpne_jax.core.version import __version__
 
 
@@ -126,26 +127,8 @@ class RunResult:
     def write_json(self, path) -> None:
         """Write :meth:`to_dict` to ``path`` atomically: whatever fails (a full disk, a kill), ``path``
         holds either its old content or the whole new file, and no temporary file is left behind."""
-        # Imported here: the store imports this module (for versions()).
-        from fedpne_jax.experiments.store import write_atomic
-
         text = json.dumps(self.to_dict(), indent=1).encode()
-        temporaries = []
-
-        def write(fh):
-            if isinstance(fh.name, str):
-                temporaries.append(fh.name)
-            fh.write(text)
-
-        try:
-            write_atomic(os.fspath(path), write)
-        except BaseException:
-            for tmp in temporaries:
-                try:
-                    os.remove(tmp)
-                except OSError:
-                    pass          # gone already, or unremovable: the original error matters more
-            raise
+        write_atomic(os.fspath(path), lambda fh: fh.write(text))
 
 
 def versions() -> dict:

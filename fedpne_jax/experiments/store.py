@@ -35,6 +35,7 @@ import zipfile
 
 import numpy as np
 
+from fedpne_jax.core import files
 from fedpne_jax.core.result import versions
 from fedpne_jax.experiments.sweep import Sweep, SweepError, SweepWriteError
 
@@ -45,47 +46,6 @@ IDENTITY = "identity"          # the npz member holding a chunk's index entry an
 REJECTED = ".rejected"         # suffix of a chunk file set aside because it failed verification
 
 
-def write_atomic(path: str, write) -> None:
-    """``write(file object)`` to a temporary file next to ``path``, fsync, then rename it to ``path``.
-
-    Every file of a results folder goes through here, so that no reader ever sees half a file.  If
-    anything fails (a full disk, Ctrl-C), the temporary file is removed and ``path`` keeps its previous
-    content; an OSError becomes a :class:`SweepWriteError` naming ``path`` (the command line reports
-    it in one line, exit status 2)."""
-    folder, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        if isinstance(err, OSError) and not isinstance(err, SweepWriteError):
-            raise SweepWriteError(f"cannot write {os.fspath(path)!r}: {err.strerror or err} (its previous "
-                                  f"content, if any, is kept)", err.errno, os.fspath(path)) from err
-        raise
-    _sync_folder(folder or ".")
-
-
-def _sync_folder(folder: str) -> None:
-    """Make a rename durable: without fsync of the folder, a power cut can forget it."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:       # some file systems cannot fsync a folder; the rename is still atomic
-        pass
-    finally:
-        os.close(fd)
-
-
 def _plain(value):
     """NumPy scalars (a capacity, a timing) as the numbers they are, in a chunk's identity record."""
     if isinstance(value, np.generic):
@@ -93,13 +53,13 @@ def _plain(value):
     return repr(value)
 
 
+def write_atomic(path: str, write) -> None:
+    """:func:`fedpne_jax.core.files.write_atomic`, a failure reported as a SweepWriteError (a SweepError)."""
+    files.write_atomic(path, write, SweepWriteError)
+
+
 def write_json(path: str, data, compact: bool = False, allow_nan: bool = True) -> None:
-    """``data`` as JSON, atomically.  ``allow_nan=False``: NaN/inf raise ValueError instead of being
-    written as the non-standard tokens other JSON readers reject."""
-    text = json.dumps(data, sort_keys=True, default=repr, allow_nan=allow_nan,
-                      **({"separators": (",", ":")} if compact else {"indent": 1}))
-    text = text.encode()
-    write_atomic(path, lambda fh: fh.write(text))
+    files.write_json(path, data, compact, allow_nan, SweepWriteError)
 
 
 def read_json(path: str):

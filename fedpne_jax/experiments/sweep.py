@@ -55,6 +55,7 @@ import numpy as np
 
 import objectives
 from fedpne_jax.core import registry
+from fedpne_jax.core.files import WriteError
 from fedpne_jax.core.grid import points as grid_points
 from fedpne_jax.core.validation import is_int, is_real
 
@@ -68,18 +69,9 @@ class SweepError(ValueError):
     """An invalid sweep definition, or a results folder that holds another sweep."""
 
 
-class SweepWriteError(SweepError, OSError):
-    """A file of a results folder could not be written (disk full, read-only folder, ...).
-
-    Both a SweepError, so that whatever reports bad sweeps reports this too, and an OSError, so that
-    code handling I/O failures sees ``errno`` and ``filename`` as usual."""
-
-    def __init__(self, message: str, errno: int | None = None, filename: str | None = None):
-        super().__init__(message)
-        self.errno, self.strerror, self.filename = errno, message, filename
-
-    def __str__(self) -> str:
-        return self.strerror
+class SweepWriteError(WriteError, SweepError):
+    """A file of a results folder could not be written (disk full, read-only folder, ...): a
+    SweepError, so that whatever reports bad sweeps reports this too, and an OSError naming the file."""
 
 
 @dataclasses.dataclass(frozen=True)

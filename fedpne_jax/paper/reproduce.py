@@ -23,7 +23,8 @@ from fedpne_jax.core.result import device_name, versions
 from fedpne_jax.experiments import store, sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.runner import run_sweep
-from fedpne_jax.experiments.store import read_json, write_atomic
+from fedpne_jax.core.files import write_atomic
+from fedpne_jax.experiments.store import read_json
 from fedpne_jax.paper import figures as figs, summary
 from fedpne_jax.paper import plot as plotting
 from fedpne_jax.core.validation import is_int

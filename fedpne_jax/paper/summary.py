@@ -16,7 +16,7 @@ import numpy as np
 
 from fedpne_jax.paper.figures import SCHEMA, TITLES
 from fedpne_jax.core.registry import label
-from fedpne_jax.experiments.store import write_atomic
+from fedpne_jax.core.files import write_atomic
 
 Z = 2.0
 HELD, NOT_HELD, INCONCLUSIVE = "**held**", "**not held**", "**inconclusive**"
