@@ -1,0 +1,71 @@
+"""What fp.run and fp.run_grid refuse before trusting a number: objectives whose shapes or mean
+identity break the engine's assumptions, and NumPy scalars where Python ones are accepted."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+import objectives
+
+M = 3
+# checkpoints=11 appears in no other test file: programs compiled here are this file's own.
+CONFIG = fp.FedPNEConfig(num_clients=M, horizon=2000, checkpoints=11)
+SEEDS = 48
+
+
+@pytest.fixture(scope="module")
+def garland():
+    return objectives.make_objective("garland", M)
+
+
+# --------------------------------------------------------------------------------- objectives
+
+def _objective(global_fn, local_fn, name="custom", data=None, f_star=1.0):
+    return objectives.Objective(name=name, lo=(0.0,), hi=(1.0,), f_star=f_star, num_clients=2,
+                                global_fn=global_fn, local_fn=local_fn, data=data)
+
+
+def test_objectives_of_the_wrong_shape_are_refused():
+    scalar = lambda d, x, m: x[0]
+    with pytest.raises(ValueError, match=r"objective 'custom': global_fn\(data, x\) must return one number "
+                                         r"\(shape \(\)\) for a point x of shape \(1,\); at the box centre it "
+                                         r"returns shape \(2,\)"):
+        _objective(lambda d, x: jnp.stack([x[0], x[0]]), scalar)
+    with pytest.raises(ValueError, match=r"local_fn\(data, x, m\) must return one number .* returns shape \(1,\)"):
+        _objective(lambda d, x: x[0], lambda d, x, m: x)
+
+
+def test_a_global_fn_that_is_not_the_mean_is_refused():
+    with pytest.raises(ValueError, match=r"'custom': global_fn must be the mean of local_fn over the 2 clients.*"
+                                         r"at x = \[0.5\] global_fn gives 0.5 but the mean of local_fn is 0.75"):
+        _objective(lambda d, x: x[0], lambda d, x, m: x[0] * (m + 1.0))
+    # NaN is a value, reported by the run's flags, not a broken identity.
+    _objective(lambda d, x: x[0], lambda d, x, m: jnp.where(m == 0, jnp.nan, x[0]))
+    shifted = _objective(lambda d, x: x[0], lambda d, x, m: x[0] + d[m], data=jnp.asarray([1e-3, -1e-3]))
+    assert shifted.num_clients == 2
+
+
+def test_built_in_heterogeneities_keep_the_mean():
+    """The clients' shifts and Fourier weights sum to zero only up to float32 rounding (the other
+    built-ins are built in their own test files, which construction checks as well)."""
+    for name, kwargs in [("garland", dict(heterogeneity="shift")), ("ackley", dict(heterogeneity="fourier", dim=3))]:
+        assert objectives.make_objective(name, 7, seed=5, **kwargs).num_clients == 7
+
+
+# ------------------------------------------------------------------------------- NumPy scalars
+
+def test_numpy_scalars_are_accepted(garland):
+    obj = objectives.make_objective("garland", np.int64(M), seed=np.int32(0), dim=np.int64(1))
+    assert jax.tree.structure(obj) == jax.tree.structure(garland) and type(obj.num_clients) is int
+    np.testing.assert_array_equal(obj.data["shift"], garland.data["shift"])
+    custom = objectives.Objective(name="np", lo=(np.float32(0.0),), hi=[np.int64(1)], f_star=np.float32(1.0),
+                                  num_clients=np.int64(2), global_fn=lambda d, x: x[0], local_fn=lambda d, x, m: x[0])
+    assert (custom.lo, custom.hi, custom.f_star, custom.num_clients) == ((0.0,), (1.0,), 1.0, 2)
+    assert all(type(v) is float for v in custom.lo + custom.hi + (custom.f_star,))
+    one = fp.run(CONFIG, garland, seeds=np.int64(SEEDS), base_seed=np.int32(3))
+    many = fp.run(CONFIG, garland, seeds=SEEDS, base_seed=3)
+    np.testing.assert_array_equal(one.final_regret, many.final_regret)
+    with pytest.raises(ValueError, match="f_star"):
+        objectives.Objective(name="np", lo=(0.0,), hi=(1.0,), f_star=np.bool_(True), num_clients=2,
+                             global_fn=lambda d, x: x[0], local_fn=lambda d, x, m: x[0])
