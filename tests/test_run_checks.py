@@ -1,5 +1,5 @@
-"""What fp.run and fp.run_grid refuse before trusting a number: objectives whose shapes or mean
-identity break the engine's assumptions, and NumPy scalars where Python ones are accepted."""
+"""What fp.run and fp.run_grid refuse before trusting a number: objectives whose shapes, mean
+identity or f* break the engine's assumptions, and NumPy scalars where Python ones are accepted."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +7,8 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
+from fedpne_jax.core import noise
+from fedpne_jax.core.errors import F_STAR_RTOL, FLAG_ABOVE_F_STAR
 
 M = 3
 # checkpoints=11 appears in no other test file: programs compiled here are this file's own.
@@ -17,6 +19,13 @@ SEEDS = 48
 @pytest.fixture(scope="module")
 def garland():
     return objectives.make_objective("garland", M)
+
+
+def _low_f_star(objective, f_star=0.5, name="garland-low"):
+    """``objective`` with an f* below values it takes (Garland reaches 0.998)."""
+    return objectives.Objective(name=name, lo=objective.lo, hi=objective.hi, f_star=f_star,
+                                num_clients=objective.num_clients, global_fn=objective.global_fn,
+                                local_fn=objective.local_fn, data=objective.data)
 
 
 # --------------------------------------------------------------------------------- objectives
@@ -51,6 +60,25 @@ def test_built_in_heterogeneities_keep_the_mean():
     built-ins are built in their own test files, which construction checks as well)."""
     for name, kwargs in [("garland", dict(heterogeneity="shift")), ("ackley", dict(heterogeneity="fourier", dim=3))]:
         assert objectives.make_objective(name, 7, seed=5, **kwargs).num_clients == 7
+
+
+def test_the_f_star_tolerance():
+    f_star = -200.0
+    tol = F_STAR_RTOL * 200.0
+    values = jnp.asarray([f_star - 1.0, f_star + 0.9 * tol, f_star + 1.1 * tol], jnp.float32)
+    flag = lambda used: int(noise.value_flags("gaussian", values, jnp.asarray(used), rewards=False, f_star=f_star))
+    assert flag([True, True, False]) == 0
+    assert flag([False, False, True]) == FLAG_ABOVE_F_STAR
+    assert int(noise.value_flags("gaussian", values, jnp.asarray([True] * 3), rewards=False)) == 0   # no f*: no check
+
+
+@pytest.mark.parametrize("kw", [dict(noise="uniform:0.2"), dict(pull="uniform", noise="none")])
+def test_f_star_below_the_values_is_reported_by_the_explicit_sampler(garland, kw):
+    """The explicit sampler evaluates the global objective at its own sites (tests/test_contract.py
+    covers every algorithm's default)."""
+    with pytest.raises(fp.ObjectiveError, match=r"objective 'garland-low' returned a global value above its "
+                                                r"f\* = 0.5 .* \(seeds \[0, 1\]; the runs keep a flag, not the point"):
+        fp.run(CONFIG.replace(**kw), _low_f_star(garland), seeds=2)
 
 
 # ------------------------------------------------------------------------------- NumPy scalars

@@ -147,7 +147,7 @@ def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow
                                          devices=devices, pad_to=pad_to)
         pad_to = None      # reruns are a new shape anyway
         compile_s, run_s = compile_s + c_s, run_s + r_s
-        raise_for_objective(objective.name, out.flags, ids[pending])
+        raise_for_objective(objective, out.flags, ids[pending])
         if outputs is None:
             outputs = jax.tree.map(lambda a: np.zeros((ids.size,) + a.shape[1:], a.dtype), out)
         done = out.flags == 0
