@@ -1,5 +1,6 @@
-"""What fp.run and fp.run_grid refuse before trusting a number: objectives whose shapes, mean
-identity or f* break the engine's assumptions, and NumPy scalars where Python ones are accepted."""
+"""What fp.run and fp.run_grid refuse before trusting a number: repeated seeds and configurations,
+objectives whose shapes, mean identity or f* break the engine's assumptions, and NumPy scalars where
+Python ones are accepted."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,7 +8,8 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
-from fedpne_jax.core import noise
+from fedpne_jax.core import executor, noise
+from fedpne_jax.core import run as run_lib
 from fedpne_jax.core.errors import F_STAR_RTOL, FLAG_ABOVE_F_STAR
 
 M = 3
@@ -26,6 +28,34 @@ def _low_f_star(objective, f_star=0.5, name="garland-low"):
     return objectives.Objective(name=name, lo=objective.lo, hi=objective.hi, f_star=f_star,
                                 num_clients=objective.num_clients, global_fn=objective.global_fn,
                                 local_fn=objective.local_fn, data=objective.data)
+
+
+# --------------------------------------------------------------------------- repeated runs
+
+def test_repeated_seeds_are_refused(garland):
+    traces = executor.trace_count()
+    with pytest.raises(ValueError, match=r"seeds must be distinct: seed\(s\) \[3\]"):
+        fp.run(CONFIG, garland, seeds=[3, 3])
+    with pytest.raises(ValueError, match=r"seed\(s\) \[1, 4\]"):
+        fp.run_grid([CONFIG], garland, seeds=np.array([4, 1, 2, 4, 1]))
+    assert executor.trace_count() == traces
+
+
+@pytest.mark.parametrize("a, b", [
+    (dict(noise="gaussian:0.1"), dict(noise="gaussian:0.10")),
+    (dict(noise="gaussian"), dict(noise="gaussian:0.1")),           # the default scale, written out
+    (dict(c=0.1), dict(c=np.float64(0.1))),
+    (dict(), dict(c=0.1, delta=1 / M)),                             # the defaults, written out
+])
+def test_equal_configurations_in_a_grid_are_refused(garland, a, b):
+    configs = [CONFIG.replace(rho=0.6), CONFIG.replace(**a), CONFIG.replace(**b)]
+    with pytest.raises(ValueError, match="configs 1 and 2 are the same configuration"):
+        fp.run_grid(configs, garland, seeds=2)
+
+
+def test_different_noise_scales_are_not_duplicates(garland):
+    run_lib.check_distinct([CONFIG.replace(noise="gaussian:0.1"), CONFIG.replace(noise="gaussian:0.11"),
+                            CONFIG.replace(noise="uniform:0.1"), fp.make_config("hoo", noise="gaussian:0.1")])
 
 
 # --------------------------------------------------------------------------------- objectives

@@ -176,8 +176,9 @@ def memory_bytes(stats) -> int:
     return int(max(getattr(stats, "peak_memory_in_bytes", 0) or 0, total))
 
 
-def seed_ids(seeds) -> np.ndarray:
-    """Seed indices from a count S (0..S-1) or a sequence of int32 indices >= 0."""
+def seed_ids(seeds, distinct: bool = True) -> np.ndarray:
+    """Seed indices from a count S (0..S-1) or a sequence of int32 indices >= 0; with ``distinct``
+    each index at most once (a repeated seed would count one run twice in every statistic)."""
     if is_int(seeds):
         if seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {seeds}")
@@ -190,6 +191,13 @@ def seed_ids(seeds) -> np.ndarray:
             or np.any(ids > 2**31 - 1):
         raise ValueError(f"seeds must be a count >= 1 or a non-empty sequence of int32 seed indices >= 0, "
                          f"got {seeds!r}")
+    if distinct:
+        values, counts = np.unique(ids, return_counts=True)
+        if np.any(counts > 1):
+            repeated = values[counts > 1]
+            raise ValueError(f"seeds must be distinct: seed(s) {repeated[:10].tolist()}"
+                             f"{' ...' if repeated.size > 10 else ''} appear more than once, and every statistic "
+                             f"over seeds would count their runs twice")
     return ids.astype(np.int64)
 
 

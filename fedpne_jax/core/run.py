@@ -45,7 +45,7 @@ def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, g
     """Run the algorithm of ``config`` (any registered configuration, see :func:`fedpne_jax.make_config`)
     on ``objective`` for the given seeds.
 
-    ``seeds``: a count S (seed indices 0..S-1) or explicit seed indices.  ``grow``: when a table an
+    ``seeds``: a count S (seed indices 0..S-1) or distinct seed indices.  ``grow``: when a table an
     algorithm sizes on the host overflows (Fed-PNE's node table), rerun the affected seeds with a
     larger one (else raise CapacityError).  ``devices``: 'all', a count or a list of devices to shard
     the seeds over (default: :func:`fedpne_jax.set_default_devices`, initially all).
@@ -60,12 +60,14 @@ def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_
              devices=None) -> list[RunResult]:
     """Every configuration of ``configs`` for the same seeds; result i equals ``run(configs[i], ...)``
     number for number.  Configurations are grouped by :func:`static_key` into the fewest compiled
-    programs (any mix of algorithms).  Build ``configs`` with :func:`fedpne_jax.grid_product`."""
+    programs (any mix of algorithms); two that resolve to the same configuration are refused.  Build
+    ``configs`` with :func:`fedpne_jax.grid_product`."""
     configs = list(configs)
     if not configs:
         raise ValueError("configs must hold at least one configuration")
     for config in configs:
         check_inputs(config, objective)
+    check_distinct(configs)
     ids = executor.seed_ids(seeds)
     base_seed = executor.check_base_seed(base_seed)
     results: list = [None] * len(configs)
@@ -76,6 +78,40 @@ def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_
         for i, result in zip(members, out):
             results[i] = result
     return results
+
+
+def check_distinct(configs: Sequence) -> None:
+    """ValueError naming the first two configurations that are the same once resolved (equal
+    resolved parameters, the noise compared as its kind and scale, so 'gaussian:0.1' equals
+    'gaussian:0.10'): a grid would run the same runs twice and count them as two points."""
+    seen: dict = {}
+    for i, config in enumerate(configs):
+        key = _resolved_key(config)
+        if key in seen:
+            j = seen[key]
+            noise = (f": noise {configs[j].noise!r} and {config.noise!r} are the same noise"
+                     if getattr(config, "noise", None) != getattr(configs[j], "noise", None) else "")
+            raise ValueError(f"configs {j} and {i} are the same configuration{noise}; a grid would run it twice; "
+                             f"give each configuration once")
+        seen[key] = i
+
+
+def _resolved_key(config):
+    resolved = dict(config.resolved())
+    resolved.pop("noise", None)       # kept as noise_kind and noise_scale
+    return type(config), _hashable(resolved)
+
+
+def _hashable(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return tuple(_hashable(v) for v in value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def run_pairs(configs: Sequence, objective, grid_index, seed_ids, base_seed: int = 0, grow: bool = True,
@@ -101,7 +137,7 @@ def run_pairs(configs: Sequence, objective, grid_index, seed_ids, base_seed: int
         raise ValueError("grid_index and seed_ids must be non-empty 1-D arrays of equal length")
     if np.any(grid_index < 0) or np.any(grid_index >= len(configs)):
         raise ValueError(f"grid_index must lie in [0, {len(configs)})")
-    executor.seed_ids(ids)
+    executor.seed_ids(ids, distinct=False)      # a pair may repeat here: each run depends on its pair alone
     base_seed = executor.check_base_seed(base_seed)
     return _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to)
 
