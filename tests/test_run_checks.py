@@ -1,6 +1,9 @@
-"""What fp.run and fp.run_grid refuse before trusting a number: repeated seeds and configurations,
-objectives whose shapes, mean identity or f* break the engine's assumptions, and NumPy scalars where
-Python ones are accepted."""
+"""What fp.run and fp.run_grid refuse or bound before trusting a number: memory (calls sized from
+XLA's memory analysis under a budget, requests too large for it refused before compiling), repeated
+seeds and configurations, objectives whose shapes, mean identity or f* break the engine's
+assumptions, and NumPy scalars where Python ones are accepted."""
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,11 +26,76 @@ def garland():
     return objectives.make_objective("garland", M)
 
 
+@pytest.fixture
+def calls(monkeypatch):
+    """The number of runs of every executor call (the monkeypatched executor is run.py's)."""
+    sizes = []
+    execute = executor.execute
+
+    def counted(*args, **kwargs):
+        sizes.append(len(args[5]))
+        return execute(*args, **kwargs)
+
+    monkeypatch.setattr(executor, "execute", counted)
+    return sizes
+
+
 def _low_f_star(objective, f_star=0.5, name="garland-low"):
     """``objective`` with an f* below values it takes (Garland reaches 0.998)."""
     return objectives.Objective(name=name, lo=objective.lo, hi=objective.hi, f_star=f_star,
                                 num_clients=objective.num_clients, global_fn=objective.global_fn,
                                 local_fn=objective.local_fn, data=objective.data)
+
+
+# ------------------------------------------------------------------------------------------ memory
+
+def test_a_run_cut_into_calls_equals_one_call(garland, calls):
+    whole = fp.run(CONFIG, garland, seeds=SEEDS, base_seed=3)
+    assert calls == [SEEDS]
+    # Half of what XLA says one call of every run needs: the calls shrink to fit it.
+    budget = run_lib.pairs_memory([CONFIG], garland, SEEDS) / 2
+    calls.clear()
+    cut = fp.run(CONFIG, garland, seeds=SEEDS, base_seed=3, memory_gb=budget / 2**30)
+    assert len(calls) > 1 and sum(calls) == SEEDS
+    np.testing.assert_array_equal(cut.final_regret, whole.final_regret)
+    np.testing.assert_array_equal(cut.curves, whole.curves)
+    np.testing.assert_array_equal(cut.seeds, whole.seeds)
+    assert cut.metrics.keys() == whole.metrics.keys()
+    for name, values in whole.metrics.items():
+        np.testing.assert_array_equal(cut.metrics[name], values)
+
+
+def test_results_too_large_are_refused_at_once(garland):
+    traces = executor.trace_count()
+    start = time.perf_counter()
+    per_seed = run_lib.run_bytes(fp.core.registry.for_config(CONFIG), [CONFIG], garland)
+    with pytest.raises(ValueError, match=rf"{per_seed:,} bytes per seed x 1,000,000,000,000 runs = "
+                                         rf"{per_seed * 10**12:,} bytes .* memory budget of 2 GiB"):
+        fp.run(CONFIG, garland, seeds=10**12)
+    with pytest.raises(ValueError, match=r"2 configurations x 1,000,000,000 seeds"):
+        fp.run_grid(fp.grid_product(CONFIG, c=[0.05, 0.2]), garland, seeds=10**9)
+    assert time.perf_counter() - start < 5.0
+    assert executor.trace_count() == traces          # nothing compiled
+
+
+def test_results_beyond_available_memory_are_refused(garland, monkeypatch):
+    monkeypatch.setattr(executor, "available_memory", lambda: 1000)
+    with pytest.raises(ValueError, match=r"x 1,000 runs = .* above the 9.31e-07 GiB of memory this host has"):
+        fp.run(CONFIG, garland, seeds=1000, memory_gb=100)
+
+
+@pytest.mark.parametrize("memory_gb", [0, -1.0, float("nan"), "2", True])
+def test_bad_memory_budget_is_refused(garland, memory_gb):
+    with pytest.raises(ValueError, match="memory_gb"):
+        fp.run(CONFIG, garland, seeds=2, memory_gb=memory_gb)
+
+
+def test_fit_runs_shrinks_in_proportion():
+    need = lambda runs: 1000 + 100 * runs
+    assert executor.fit_runs(50, 10**6, 1, need) == (50, 6000)              # everything fits: one call
+    R, bytes_ = executor.fit_runs(50, 3000, 2, need)
+    assert bytes_ <= 3000 and R % 2 == 0 and R == 20
+    assert executor.fit_runs(50, 500, 2, need) == (2, 1200)                 # one run per device, above budget
 
 
 # --------------------------------------------------------------------------- repeated runs
@@ -73,6 +141,16 @@ def test_objectives_of_the_wrong_shape_are_refused():
         _objective(lambda d, x: jnp.stack([x[0], x[0]]), scalar)
     with pytest.raises(ValueError, match=r"local_fn\(data, x, m\) must return one number .* returns shape \(1,\)"):
         _objective(lambda d, x: x[0], lambda d, x, m: x)
+
+
+def test_run_checks_shapes_before_compiling(garland):
+    """Data replaced through the pytree (not the constructor) can change a shape: run refuses it."""
+    obj = _objective(lambda d, x: d["w"] * x[0], lambda d, x, m: d["w"] * x[0], data={"w": jnp.float32(0.5)})
+    wide = jax.tree.map(lambda w: jnp.ones((2,), jnp.float32), obj)
+    traces = executor.trace_count()
+    with pytest.raises(ValueError, match=r"global_fn\(data, x\) must return one number"):
+        fp.run(fp.FedPNEConfig(num_clients=2, horizon=100), wide, seeds=1)
+    assert executor.trace_count() == traces
 
 
 def test_a_global_fn_that_is_not_the_mean_is_refused():
