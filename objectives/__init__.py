@@ -21,7 +21,7 @@ import numpy as np
 
 from objectives.heterogeneity import (DEFAULT_AMPLITUDE, HETEROGENEITIES, client_shifts, fourier_perturbation,
                                       heterogeneous_parts, heterogeneous_parts_on_base)
-from objectives.objective import Objective
+from objectives.objective import Objective, is_int
 from objectives import bbob, covid, digits, landmine, landmine_sklearn, synthetic
 from objectives.python import PythonObjectiveError, from_python, from_pyxab
 
@@ -228,17 +228,20 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
     s = spec(name)
     if heterogeneity is None:
         heterogeneity = s.default_heterogeneity
-    if not isinstance(num_clients, int) or isinstance(num_clients, bool) or num_clients < 1:
+    # NumPy integers are accepted wherever Python ones are, and become Python ints here.
+    if not is_int(num_clients) or num_clients < 1:
         raise ValueError(f"num_clients must be an integer >= 1, got {num_clients!r}")
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed <= 2**31 - 1:
+    if not is_int(seed) or not 0 <= seed <= 2**31 - 1:
         raise ValueError(f"seed must be an int in [0, 2^31 - 1], got {seed!r}")
+    num_clients, seed = int(num_clients), int(seed)
     if instance is not None and s.kind != "bbob":
         raise ValueError(f"instance applies to the BBOB objectives ('bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}') "
                          f"only, not to objective {name!r}")
     if dim is None:
         dim = s.default_dim
-    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+    if not is_int(dim) or dim < 1:
         raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    dim = int(dim)
     if s.fixed_dim and dim != s.default_dim:
         raise ValueError(f"dim: objective {name!r} is defined in dimension {s.default_dim} only, got {dim}")
     key = jax.random.fold_in(jax.random.key(seed), 0)

@@ -9,25 +9,35 @@ f = (1/M) * sum_m f_m.  ``global_fn(data, x)`` must return exactly that mean (th
 server's aggregate from it when that is exact in distribution), and ``local_fn(data, x, m)`` returns
 f_m(x) for one client.  Both take a single point x of shape (D,) and are plain JAX functions; the
 methods below vectorise them over any batch shape.
+
+Construction checks what the engine relies on, before anything compiles: both functions return one
+number per point (:meth:`Objective.check_shapes`, abstractly) and global_fn is the mean of local_fn
+at :data:`PROBE_POINTS` fixed points of the box, to :data:`MEAN_RTOL` (:func:`check_mean`).
+Unflattening a pytree (inside jit, vmap, tree maps) rebuilds the value without repeating them.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+PROBE_POINTS = 3
+# float32 values of a mean of M terms differ from the exact mean by a few ulps of the largest term
+# (about 1e-7 relative); 1e-5 leaves two orders of margin for that and still refuses any real
+# mismatch, such as a global_fn that is the sum or the first client's value.
+MEAN_RTOL = 1e-5
 
-def _static(**kw):
-    return dataclasses.field(metadata=dict(static=True), **kw)
 
-
-@jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Objective:
     """A federated objective.  Build one with :func:`objectives.make_objective` or directly.
+
+    Every field but ``data`` is static: part of the pytree's structure, compared by value (lo, hi,
+    f_star and num_clients are stored as Python numbers; NumPy scalars are accepted).
 
     Attributes:
       name: used in results and error messages.
@@ -39,16 +49,19 @@ class Objective:
       data: any pytree of arrays the functions read.
     """
 
-    name: str = _static()
-    lo: tuple = _static()
-    hi: tuple = _static()
-    f_star: float = _static()
-    num_clients: int = _static()
-    global_fn: Callable[[Any, jax.Array], jax.Array] = _static()
-    local_fn: Callable[[Any, jax.Array, jax.Array], jax.Array] = _static()
+    name: str
+    lo: tuple
+    hi: tuple
+    f_star: float
+    num_clients: int
+    global_fn: Callable[[Any, jax.Array], jax.Array]
+    local_fn: Callable[[Any, jax.Array, jax.Array], jax.Array]
     data: Any = None
 
     def __post_init__(self):
+        set_ = lambda field, value: object.__setattr__(self, field, value)
+        set_("lo", _bounds(self.name, "lo", self.lo))
+        set_("hi", _bounds(self.name, "hi", self.hi))
         if len(self.lo) != len(self.hi) or len(self.lo) == 0:
             raise ValueError(f"objective {self.name!r}: lo and hi must be non-empty and of equal length, "
                              f"got lo={self.lo}, hi={self.hi}")
@@ -56,11 +69,53 @@ class Objective:
             if not (np.isfinite(a) and np.isfinite(b) and a < b):
                 raise ValueError(f"objective {self.name!r}: lo must be < hi in every dimension "
                                  f"(dimension {d}: lo={a}, hi={b})")
-        if not (isinstance(self.f_star, (int, float)) and np.isfinite(self.f_star)):
+        if not (is_real(self.f_star) and np.isfinite(self.f_star)):
             raise ValueError(f"objective {self.name!r}: f_star must be a finite number, got {self.f_star!r}")
-        if not isinstance(self.num_clients, (int, np.integer)) or self.num_clients < 1:
+        set_("f_star", float(self.f_star))
+        if not is_int(self.num_clients) or self.num_clients < 1:
             raise ValueError(f"objective {self.name!r}: num_clients must be an integer >= 1, "
                              f"got {self.num_clients!r}")
+        set_("num_clients", int(self.num_clients))
+        self.check_shapes()
+        self._check_mean()
+
+    def check_shapes(self) -> None:
+        """ValueError naming the objective and the function unless global_fn and local_fn return one
+        number (shape ()) for one point of shape (D,): checked abstractly (jax.eval_shape) at the box
+        centre, so nothing is computed; the engine reshapes their values and would otherwise fail with
+        a raw reshape error, or broadcast silently."""
+        key = (self._static_fields(), _avals(self.data))
+        if key in _SHAPES_CHECKED:
+            return
+        centre = jnp.asarray([(a + b) / 2 for a, b in zip(self.lo, self.hi)], jnp.result_type(float))
+        for label, call, args in (("global_fn", "global_fn(data, x)", (self.data, centre)),
+                                  ("local_fn", "local_fn(data, x, m)", (self.data, centre, jnp.int32(0)))):
+            out = jax.eval_shape(getattr(self, label), *args)
+            if not (isinstance(out, jax.ShapeDtypeStruct) and out.shape == () and out.dtype.kind in "iuf"):
+                got = (f"shape {tuple(out.shape)} of dtype {out.dtype}" if isinstance(out, jax.ShapeDtypeStruct)
+                       else f"{type(out).__name__} {jax.tree.map(lambda a: a.shape, out)}")
+                raise ValueError(f"objective {self.name!r}: {call} must return one number (shape ()) for a point x "
+                                 f"of shape ({self.dim},); at the box centre it returns {got}")
+        _SHAPES_CHECKED.add(key)
+
+    def _check_mean(self) -> None:
+        """global_fn against the mean of local_fn at the probe points (see :func:`check_mean`).
+        Skipped when the data are being traced (no values to compare) and for functions that run the
+        same check on the host themselves (objectives.python, whose probe would count as calls)."""
+        leaves = jax.tree.leaves(self.data)
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves) \
+                or getattr(self.global_fn, "checks_mean_on_host", False):
+            return
+        key = (self._static_fields(), _fingerprint(leaves))
+        if key in _MEAN_CHECKED:
+            return
+        X = probe_points(self.lo, self.hi)
+        g, local = _probe_values(self, jnp.asarray(X, jnp.result_type(float)))
+        check_mean(self.name, X, np.asarray(g, np.float64), np.asarray(local, np.float64))
+        _MEAN_CHECKED.add(key)
+
+    def _static_fields(self) -> tuple:
+        return tuple(getattr(self, f) for f in _STATIC)
 
     @property
     def dim(self) -> int:
@@ -96,3 +151,99 @@ class Objective:
     def global_value(self, x) -> jax.Array:
         """The global objective at one point x of shape (D,) (traceable; used by the engine)."""
         return self.global_fn(self.data, x)
+
+
+_STATIC = ("name", "lo", "hi", "f_star", "num_clients", "global_fn", "local_fn")
+_SHAPES_CHECKED: set = set()
+_MEAN_CHECKED: set = set()
+
+
+def _flatten(objective: Objective):
+    return (objective.data,), objective._static_fields()
+
+
+def _flatten_with_keys(objective: Objective):
+    return ((jax.tree_util.GetAttrKey("data"), objective.data),), objective._static_fields()
+
+
+def _unflatten(static: tuple, children) -> Objective:
+    # Not through __init__: a rebuilt objective (inside jit, vmap, a tree map) was checked when it was
+    # first built, and its data may be tracers or placeholders that no check can evaluate.
+    objective = object.__new__(Objective)
+    for field, value in zip(_STATIC, static):
+        object.__setattr__(objective, field, value)
+    object.__setattr__(objective, "data", children[0])
+    return objective
+
+
+jax.tree_util.register_pytree_with_keys(Objective, _flatten_with_keys, _unflatten, _flatten)
+
+
+@jax.jit
+def _probe_values(objective: Objective, X):
+    return objective.value(X), objective.local_values(X)
+
+
+def is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _bounds(name: str, field: str, values) -> tuple:
+    """A box side as a tuple of Python floats (static fields must hash and compare by value, and NumPy
+    scalars are accepted wherever Python numbers are)."""
+    try:
+        items = list(values)
+    except TypeError:
+        raise ValueError(f"objective {name!r}: {field} must be a sequence of numbers, got {values!r}") from None
+    if not all(is_real(v) for v in items):
+        raise ValueError(f"objective {name!r}: {field} must be a sequence of numbers, got {values!r}")
+    return tuple(float(v) for v in items)
+
+
+def _avals(tree) -> tuple:
+    leaves, treedef = jax.tree.flatten(tree)
+    return treedef, tuple((np.shape(x), str(getattr(x, "dtype", type(x).__name__))) for x in leaves)
+
+
+def _fingerprint(leaves) -> tuple:
+    """A key for data values: equal data need not be checked twice (built-in objectives are rebuilt
+    alike many times, and a check of the real ones trains models)."""
+    digest = hashlib.sha1()
+    for leaf in leaves:
+        arr = np.asarray(leaf)
+        digest.update(f"{arr.shape}{arr.dtype}".encode())
+        digest.update(np.ascontiguousarray(arr).tobytes())
+    return len(leaves), digest.hexdigest()
+
+
+def probe_points(lo, hi, count: int = PROBE_POINTS) -> np.ndarray:
+    """``count`` fixed points inside the box: its centre, then points of a fixed random draw."""
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    u = np.random.default_rng(0).uniform(0.1, 0.9, size=(count, lo.size))
+    u[0] = 0.5
+    return lo + u * (hi - lo)
+
+
+def check_mean(name: str, points, global_values, local_values, global_label: str = "global_fn",
+               local_label: str = "local_fn", of: str | None = None) -> None:
+    """ValueError unless the global values (n,) are the mean of the local values (n, M) at ``points``
+    (n, D), to MEAN_RTOL relative to max(1, |f|, max_m |f_m|); points where either is NaN or inf are
+    skipped (a run reports those through its flags).  ``of`` describes the local values in the
+    message (default: local_fn over the M clients)."""
+    g = np.asarray(global_values, np.float64)
+    local = np.asarray(local_values, np.float64)
+    mean = local.mean(axis=1)
+    finite = np.isfinite(g) & np.isfinite(mean)
+    scale = np.maximum(1.0, np.maximum(np.abs(g), np.max(np.abs(local), axis=1, initial=0.0, where=np.isfinite(local))))
+    bad = (np.abs(g - mean) > MEAN_RTOL * scale) & finite
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        of = of or f"{local_label} over the {local.shape[1]} clients"
+        raise ValueError(f"objective {name!r}: {global_label} must be the mean of {of} (the global objective is "
+                         f"(1/M) sum_m f_m, and the engine samples the server's mean from {global_label} alone); "
+                         f"at x = {np.asarray(points)[i].tolist()} {global_label} gives {float(g[i])!r} but the mean of "
+                         f"{local_label} is {float(mean[i])!r} (tolerance {MEAN_RTOL:g} x max(1, |f|, max_m |f_m|))")

@@ -64,10 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from objectives.errors import ObjectiveError
-from objectives.objective import Objective
-
-PROBE_POINTS = 3
-MEAN_RTOL = 1e-5          # fn against the mean of local_fn's columns, relative to max(1, |fn|)
+from objectives.objective import Objective, check_mean, probe_points
 
 
 class PythonObjectiveError(ObjectiveError):
@@ -196,6 +193,8 @@ class PythonGlobal:
     """global_fn of a Python objective: one host call per batch of points."""
     host: _Host
     dtype: Any = np.float32
+    # _probe compares fn with local_fn on the host, without the calls a check through JAX would add.
+    checks_mean_on_host = True
 
     def __call__(self, data, x):
         dt = _result_dtype(self.dtype, x)
@@ -289,14 +288,6 @@ def _box(lo, hi) -> tuple[tuple, tuple]:
     return tuple(float(v) for v in lo_a), tuple(float(v) for v in hi_a)
 
 
-def probe_points(lo, hi, count: int = PROBE_POINTS) -> np.ndarray:
-    """``count`` fixed points inside the box: its centre, then points of a fixed random draw."""
-    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
-    u = np.random.default_rng(0).uniform(0.1, 0.9, size=(count, lo.size))
-    u[0] = 0.5
-    return lo + u * (hi - lo)
-
-
 def from_python(fn: Callable, lo, hi, f_star: float, name: str = "python", num_clients: int = 1,
                 local_fn: Callable | None = None, dtype=np.float32, probe: bool = True,
                 unique: bool = True) -> Objective:
@@ -356,13 +347,7 @@ def _probe(host: _Host, lo, hi) -> None:
     g = run(host.values, host.fn_label)
     local = run(host.local_columns, host.local_label) if host.local_fn is not None else None
     if local is not None:
-        mean = local.mean(axis=1)
-        bad = (np.abs(g - mean) > MEAN_RTOL * np.maximum(1.0, np.abs(g))) & np.isfinite(g) & np.isfinite(mean)
-        if np.any(bad):
-            i = int(np.argmax(bad))
-            raise ValueError(f"objective {host.name!r}: fn must be the mean of local_fn's {host.num_clients} "
-                             f"columns (the global objective is (1/M) sum_m f_m); at x = {X[i].tolist()} fn gives "
-                             f"{g[i]!r} but the mean of local_fn is {mean[i]!r}")
+        check_mean(host.name, X, g, local, global_label="fn", of=f"local_fn's {host.num_clients} columns")
 
 
 class _PyXAB:

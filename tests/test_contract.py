@@ -2,7 +2,8 @@
 ``fp.run(fp.make_config(name, ...), objective, seeds)`` works for every name; a seed alone equals the
 same seed in a batch, bit for bit; result i of a grid equals a separate run of configuration i; the
 curve has the checkpoints' shape, never decreases and ends at the final regret; a plain run raises
-no flag; bad parameters are refused by name before anything compiles."""
+no flag; a global value above f* is reported; bad parameters are refused by name before anything
+compiles."""
 import numpy as np
 import pytest
 
@@ -80,6 +81,17 @@ def test_plain_run_raises_no_flag(algorithm):
     out, _, _ = executor.execute(algo.run_single, algo.make_static(config, objective, tables),
                                  algo.make_params(config, tables), objective, 0, np.arange(3))
     np.testing.assert_array_equal(out.flags, 0)
+
+
+def test_global_value_above_f_star_is_reported(algorithm):
+    """Every algorithm checks the global objective at the points it pulls against f* (Garland takes
+    values up to 0.998; this f* says 0.5), as it checks NaN: the run raises, naming the seeds."""
+    garland = _objective()
+    low = objectives.Objective(name="garland-low-f-star", lo=garland.lo, hi=garland.hi, f_star=0.5, num_clients=M,
+                               global_fn=garland.global_fn, local_fn=garland.local_fn, data=garland.data)
+    with pytest.raises(fp.ObjectiveError, match=r"'garland-low-f-star' returned a global value above its f\* = 0.5 "
+                                                r".*\(seeds \[0, 1\]"):
+        fp.run(_config(algorithm), low, seeds=2)
 
 
 def test_bad_parameters_are_refused_by_name(algorithm):

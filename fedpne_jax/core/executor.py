@@ -9,10 +9,16 @@ nor on the devices they run on (see :mod:`fedpne_jax.sharding`).
 Grids: with ``grid_index`` the params carry a leading grid axis and run j uses grid point
 ``grid_index[j]``; the runs of every grid point then share one compiled program, because
 hyper-parameters are data.
+
+Memory: :func:`memory` gives XLA's analysis of the program a call compiles, :func:`fit_runs` the
+runs per call that keep it under a budget (run and run_grid size their calls with it, by the rule
+the sweep runner applies to its groups), :func:`output_shapes` what one run returns (traced, never
+compiled) and :func:`available_memory` what the host has left.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from typing import Callable
 
@@ -157,13 +163,18 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
         return jax.tree.map(lambda a: sharding.gather(a)[:n], out), compile_s, run_s
 
 
+DEFAULT_MEMORY_GB = 2.0     # per device, for one call's XLA buffers (the sweeps' default as well)
+
+
 def memory(run_single, static, params, objective, seeds: int, *, grid: bool = False, devices=None):
     """XLA's memory statistics of the program running ``seeds`` runs (compiling it if needed); with
-    several devices, the statistics of one device's share.  ``grid``: params are stacked (see execute)."""
+    several devices, the statistics of one device's share.  ``grid``: params are stacked (see execute).
+    The program is the one :func:`execute` then runs for that many runs (same signature, same device)."""
     selected, mesh = _devices(devices)
     size = sharding.padded_size(seeds, len(selected))
     grid_index = np.zeros(size, np.int32) if grid else None
-    with jax.enable_x64(_real(static) == "float64"):
+    with jax.enable_x64(_real(static) == "float64"), \
+            (jax.default_device(selected[0]) if mesh is None else contextlib.nullcontext()):
         p, base, ids, g, o = device_args(params, 0, np.arange(size), grid_index, mesh, objective)
         exe, _ = executable(run_single, static, p, o, base, ids, g, selected)
         return exe.memory_analysis()
@@ -176,12 +187,77 @@ def memory_bytes(stats) -> int:
     return int(max(getattr(stats, "peak_memory_in_bytes", 0) or 0, total))
 
 
-def seed_ids(seeds) -> np.ndarray:
-    """Seed indices from a count S (0..S-1) or a sequence of int32 indices >= 0."""
+def fit_runs(total: int, budget: int, devices: int, measure: Callable[[int], int],
+             plan: Callable[[int], int] | None = None) -> tuple[int, int]:
+    """(R, bytes per device): how many runs one call takes so that XLA's memory analysis of its
+    program fits ``budget`` bytes per device.  ``measure(R)`` gives the bytes of the program for R
+    runs (compiling it: the program that fits is the one the calls then run).  All ``total`` runs are
+    tried in one call first, then R shrinks in proportion (memory grows about linearly with the runs;
+    5 % margin) until it fits, at least one run per device; bytes above the budget mean even that
+    does not fit.  ``plan(limit)``: the R a caller makes of a limit (default: rounded up to a multiple
+    of the device count)."""
+    plan = plan or (lambda limit: sharding.padded_size(limit, devices))
+    limit = total
+    for _ in range(12):
+        R = plan(limit)
+        need = measure(R)
+        if need <= budget or R <= devices:
+            break
+        limit = max(devices, min(int(R * budget / need * 0.95), R - devices))
+    return R, need
+
+
+_OUTPUT_SHAPES: dict = {}
+
+
+def output_shapes(run_single, static, params, objective):
+    """What one run returns, as a pytree of jax.ShapeDtypeStruct: traced abstractly
+    (jax.eval_shape), never compiled, once per signature."""
+    leaves, treedef = jax.tree.flatten((params, objective))
+    signature = (run_single, static, treedef, tuple((np.shape(x), _dtype(x)) for x in leaves))
+    if signature not in _OUTPUT_SHAPES:
+        with jax.enable_x64(_real(static) == "float64"):
+            one = lambda p, o: run_single(static, p, o, seed_key(0, 0))
+            _OUTPUT_SHAPES[signature] = jax.eval_shape(one, params, objective)
+    return _OUTPUT_SHAPES[signature]
+
+
+def available_memory() -> int | None:
+    """Bytes of host memory available now (Linux's MemAvailable, else free pages), None if unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+MAX_SEEDS = 2**31           # seed indices are int32: 0 .. 2^31 - 1
+
+
+def seed_count(seeds) -> int:
+    """How many runs ``seeds`` asks for (see :func:`seed_ids`), validated without building the
+    indices of a count, which may be far too many to hold."""
     if is_int(seeds):
         if seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {seeds}")
-        return np.arange(int(seeds), dtype=np.int64)
+        return int(seeds)
+    return int(seed_ids(seeds).size)
+
+
+def seed_ids(seeds, distinct: bool = True) -> np.ndarray:
+    """Seed indices from a count S (0..S-1) or a sequence of int32 indices >= 0; with ``distinct``
+    each index at most once (a repeated seed would count one run twice in every statistic)."""
+    if is_int(seeds):
+        count = seed_count(seeds)
+        if count > MAX_SEEDS:
+            raise ValueError(f"seeds must be at most 2^31 (seed indices are int32), got {count}")
+        return np.arange(count, dtype=np.int64)
     try:
         ids = np.asarray(list(seeds))
     except TypeError:
@@ -190,6 +266,13 @@ def seed_ids(seeds) -> np.ndarray:
             or np.any(ids > 2**31 - 1):
         raise ValueError(f"seeds must be a count >= 1 or a non-empty sequence of int32 seed indices >= 0, "
                          f"got {seeds!r}")
+    if distinct:
+        values, counts = np.unique(ids, return_counts=True)
+        if np.any(counts > 1):
+            repeated = values[counts > 1]
+            raise ValueError(f"seeds must be distinct: seed(s) {repeated[:10].tolist()}"
+                             f"{' ...' if repeated.size > 10 else ''} appear more than once, and every statistic "
+                             f"over seeds would count their runs twice")
     return ids.astype(np.int64)
 
 

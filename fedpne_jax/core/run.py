@@ -12,26 +12,76 @@ Seed i runs with key fold_in(key(base_seed), i), so its numbers do not depend on
 seeds run beside it, on the grid it runs in, nor on the devices.  Configurations that differ only in
 scalar hyper-parameters (data, the algorithm's Params) share one compiled program: their Params are
 stacked along a grid axis and every run reads its own grid point.
+
+Memory: ``run`` and ``run_grid`` refuse, before compiling, a request whose per-run results alone
+would not fit the memory budget or the host's available memory, and cut the rest into calls that
+XLA's memory analysis says fit the budget per device (executor.fit_runs, the sweeps' rule), streaming
+each call's outputs into arrays allocated once for all runs.  Numbers do not depend on the cut.
 """
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Sequence
 
 import jax
 import numpy as np
 
-from fedpne_jax.core import executor, registry
+from fedpne_jax.core import executor, registry, sharding
 from fedpne_jax.core.algorithm import Algorithm, check_inputs as check_pair
 from fedpne_jax.core.errors import CapacityError, raise_for_objective
 from fedpne_jax.core.grid import group_indices, per_config
 from fedpne_jax.core.result import RunResult
+from fedpne_jax.core.validation import is_real
 
 
 def check_inputs(config, objective) -> Algorithm:
-    """The algorithm of ``config``, after every check a run can make before compiling."""
+    """The algorithm of ``config``, after every check a run can make before compiling (the
+    objective's functions return one number per point: checked abstractly, once per objective)."""
     algorithm = registry.for_config(config)
+    objective.check_shapes()
     check_pair(algorithm, config, objective)
     return algorithm
+
+
+def memory_budget(memory_gb) -> int:
+    """Bytes from ``memory_gb`` (None: executor.DEFAULT_MEMORY_GB, as for sweeps)."""
+    if memory_gb is None:
+        memory_gb = executor.DEFAULT_MEMORY_GB
+    if not is_real(memory_gb) or not math.isfinite(memory_gb) or memory_gb <= 0:
+        raise ValueError(f"memory_gb must be a finite number > 0 (GiB per device), got {memory_gb!r}")
+    return max(1, int(memory_gb * 2**30))
+
+
+def run_bytes(algorithm: Algorithm, configs: Sequence, objective) -> int:
+    """Host bytes one run of these configurations keeps until its result is built: its outputs (the
+    arrays calls stream into), the result's 8-byte copies of them (curves and metrics become
+    float64 / int64) and its seed and grid indices.  From the outputs' shapes, traced, not compiled."""
+    tables = algorithm.tables(configs) if algorithm.tables is not None else None
+    shapes = executor.output_shapes(algorithm.run_single, algorithm.make_static(configs[0], objective, tables),
+                                    algorithm.make_params(configs[0], tables), objective)
+    leaves = jax.tree.leaves(shapes)
+    return sum(math.prod(s.shape) * (s.dtype.itemsize + 8) for s in leaves) + 16
+
+
+def check_host_memory(groups, objective, budget: int) -> None:
+    """ValueError, before anything is compiled or allocated, when the results of ``groups`` (each
+    (algorithm, configurations, seeds per configuration)) need more bytes than ``budget`` or than the
+    host has available, naming the figure: bytes per seed x seeds."""
+    per_run = [run_bytes(algorithm, configs, objective) for algorithm, configs, _ in groups]
+    runs = [len(configs) * seeds for _, configs, seeds in groups]
+    total = sum(b * n for b, n in zip(per_run, runs))
+    available = executor.available_memory()
+    if total <= budget and (available is None or total <= available):
+        return
+    seeds, configs = groups[0][2], sum(len(c) for _, c, _ in groups)
+    count = f"{seeds:,} seeds" if configs == 1 else f"{configs} configurations x {seeds:,} seeds"
+    rate = f"{per_run[0]:,}" if len(set(per_run)) == 1 else f"{min(per_run):,} to {max(per_run):,}"
+    limit = (f"the memory budget of {budget / 2**30:.3g} GiB (memory_gb)" if total > budget
+             else f"the {available / 2**30:.3g} GiB of memory this host has available")
+    raise ValueError(f"{count}: the per-seed results alone need {rate} bytes per seed x {sum(runs):,} runs = "
+                     f"{total:,} bytes ({total / 2**30:.3g} GiB), above {limit}; run fewer seeds per call "
+                     f"(fp.run_sweep writes its results to disk chunk by chunk) or raise memory_gb")
 
 
 def static_key(config, objective):
@@ -41,52 +91,97 @@ def static_key(config, objective):
 
 
 def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, grow: bool = True,
-        devices=None) -> RunResult:
+        devices=None, memory_gb: float | None = None) -> RunResult:
     """Run the algorithm of ``config`` (any registered configuration, see :func:`fedpne_jax.make_config`)
     on ``objective`` for the given seeds.
 
-    ``seeds``: a count S (seed indices 0..S-1) or explicit seed indices.  ``grow``: when a table an
+    ``seeds``: a count S (seed indices 0..S-1) or distinct seed indices.  ``grow``: when a table an
     algorithm sizes on the host overflows (Fed-PNE's node table), rerun the affected seeds with a
     larger one (else raise CapacityError).  ``devices``: 'all', a count or a list of devices to shard
-    the seeds over (default: :func:`fedpne_jax.set_default_devices`, initially all).
+    the seeds over (default: :func:`fedpne_jax.set_default_devices`, initially all).  ``memory_gb``:
+    the budget of one call's XLA buffers per device (default 2, as for sweeps): more seeds than fit
+    run in several calls, with the same numbers; results that alone exceed it are refused.
     """
-    check_inputs(config, objective)
-    ids = executor.seed_ids(seeds)
+    algorithm = check_inputs(config, objective)
+    count = executor.seed_count(seeds)
     base_seed = executor.check_base_seed(base_seed)
-    return _run_pairs([config], objective, np.zeros(ids.size, np.int64), ids, base_seed, grow, devices)[0]
+    budget = memory_budget(memory_gb)
+    check_host_memory([(algorithm, [config], count)], objective, budget)
+    ids = executor.seed_ids(seeds)
+    return _run_pairs([config], objective, np.zeros(ids.size, np.int64), ids, base_seed, grow, devices,
+                      budget=budget)[0]
 
 
 def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, grow: bool = True,
-             devices=None) -> list[RunResult]:
+             devices=None, memory_gb: float | None = None) -> list[RunResult]:
     """Every configuration of ``configs`` for the same seeds; result i equals ``run(configs[i], ...)``
     number for number.  Configurations are grouped by :func:`static_key` into the fewest compiled
-    programs (any mix of algorithms).  Build ``configs`` with :func:`fedpne_jax.grid_product`."""
+    programs (any mix of algorithms); two that resolve to the same configuration are refused.  Build
+    ``configs`` with :func:`fedpne_jax.grid_product`.  ``memory_gb``: as for :func:`run`."""
     configs = list(configs)
     if not configs:
         raise ValueError("configs must hold at least one configuration")
-    for config in configs:
-        check_inputs(config, objective)
-    ids = executor.seed_ids(seeds)
+    algorithms = [check_inputs(config, objective) for config in configs]
+    check_distinct(configs)
+    count = executor.seed_count(seeds)
     base_seed = executor.check_base_seed(base_seed)
+    budget = memory_budget(memory_gb)
+    groups = group_indices([static_key(c, objective) for c in configs])
+    check_host_memory([(algorithms[m[0]], [configs[i] for i in m], count) for m in groups], objective, budget)
+    ids = executor.seed_ids(seeds)
     results: list = [None] * len(configs)
-    for members in group_indices([static_key(c, objective) for c in configs]):
+    for members in groups:
         grid = np.repeat(np.arange(len(members)), ids.size)
         out = _run_pairs([configs[i] for i in members], objective, grid, np.tile(ids, len(members)), base_seed,
-                         grow, devices)
+                         grow, devices, budget=budget)
         for i, result in zip(members, out):
             results[i] = result
     return results
 
 
+def check_distinct(configs: Sequence) -> None:
+    """ValueError naming the first two configurations that are the same once resolved (equal
+    resolved parameters, the noise compared as its kind and scale, so 'gaussian:0.1' equals
+    'gaussian:0.10'): a grid would run the same runs twice and count them as two points."""
+    seen: dict = {}
+    for i, config in enumerate(configs):
+        key = _resolved_key(config)
+        if key in seen:
+            j = seen[key]
+            noise = (f": noise {configs[j].noise!r} and {config.noise!r} are the same noise"
+                     if getattr(config, "noise", None) != getattr(configs[j], "noise", None) else "")
+            raise ValueError(f"configs {j} and {i} are the same configuration{noise}; a grid would run it twice; "
+                             f"give each configuration once")
+        seen[key] = i
+
+
+def _resolved_key(config):
+    resolved = dict(config.resolved())
+    resolved.pop("noise", None)       # kept as noise_kind and noise_scale
+    return type(config), _hashable(resolved)
+
+
+def _hashable(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return tuple(_hashable(v) for v in value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 def run_pairs(configs: Sequence, objective, grid_index, seed_ids, base_seed: int = 0, grow: bool = True,
               devices=None, pad_to: int | None = None, check: bool = True) -> list[RunResult | None]:
     """Runs given as (configuration, seed) pairs, all in one compiled program: run j is seed
-    ``seed_ids[j]`` of ``configs[grid_index[j]]``.  The configurations must share a :func:`static_key`.
-    Returns one RunResult per configuration holding its runs in the order given (None for a
-    configuration without runs); compile and run seconds are shared out in proportion to the runs.
-    ``pad_to``: compute the first call with at least this many runs (see executor.execute), so that a
-    sweep's calls of one group share one program.  ``check=False`` skips the checks of the
-    configurations (a sweep checks them once, not at every call)."""
+    ``seed_ids[j]`` of ``configs[grid_index[j]]``.  The configurations must
+    share a :func:`static_key`.  Returns one RunResult per configuration holding its runs in the order
+    given (None for a configuration without runs); compile and run seconds are shared out in
+    proportion to the runs.  ``pad_to``: compute the first call with at least this many runs (see
+    executor.execute), so that a sweep's calls of one group share one program.  ``check=False``
+    skips the checks of the configurations (a sweep checks them once, not at every call)."""
     configs = list(configs)
     if check:
         for config in configs:
@@ -101,7 +196,7 @@ def run_pairs(configs: Sequence, objective, grid_index, seed_ids, base_seed: int
         raise ValueError("grid_index and seed_ids must be non-empty 1-D arrays of equal length")
     if np.any(grid_index < 0) or np.any(grid_index >= len(configs)):
         raise ValueError(f"grid_index must lie in [0, {len(configs)})")
-    executor.seed_ids(ids)
+    executor.seed_ids(ids, distinct=False)      # a pair may repeat here: each run depends on its pair alone
     base_seed = executor.check_base_seed(base_seed)
     return _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to)
 
@@ -117,14 +212,16 @@ def _params(algorithm, configs, tables, single: bool):
     return algorithm.make_params(configs[0], tables) if single else stack_params(algorithm, configs, tables)
 
 
-def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to=None):
+def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to=None, budget=None):
     algorithm = registry.for_config(configs[0])
     single = len(configs) == 1
     out, tables, compile_s, run_s = _run_growing(algorithm, configs, objective, None if single else grid_index,
-                                                 ids, base_seed, grow, devices, pad_to)
+                                                 ids, base_seed, grow, devices, pad_to, budget)
 
     def build(config, rows):
         share = rows.size / ids.size
+        # A configuration holding every run (any single run) takes views, not copies, of the outputs.
+        rows = slice(None) if rows.size == ids.size else rows
         name, resolved, metrics = algorithm.describe(config, tables, jax.tree.map(lambda a: a[rows], out))
         return RunResult.build(name, resolved, objective, ids[rows], base_seed, config.checkpoint_rounds,
                                out.curve[rows], out.final_regret[rows], metrics, compile_s * share, run_s * share)
@@ -132,37 +229,66 @@ def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pa
     return per_config(configs, grid_index, build)
 
 
-def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow, devices, pad_to):
-    """Execute all runs, rerunning those whose tables overflowed with the larger ones the algorithm's
-    ``grow`` gives.  Returns (outputs for every run, final tables, compile s, run s)."""
+def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow, devices, pad_to, budget=None):
+    """Execute all runs, in calls of the size :func:`_call_runs` gives for ``budget`` (None: one
+    call), streaming each call's outputs into arrays for all runs, and rerun the runs whose tables
+    overflowed with the larger ones the algorithm's ``grow`` gives (the runs still to come then
+    start with them too).  Returns (outputs for every run, final tables, compile s, run s)."""
     tables = algorithm.tables(configs) if algorithm.tables is not None else None
     outputs = None
     pending = np.arange(ids.size)
     compile_s = run_s = 0.0
+    size = None          # runs per call with the current tables
     while pending.size:
         static = algorithm.make_static(configs[0], objective, tables)
         params = _params(algorithm, configs, tables, grid_index is None)
-        out, c_s, r_s = executor.execute(algorithm.run_single, static, params, objective, base_seed, ids[pending],
-                                         grid_index=None if grid_index is None else grid_index[pending],
+        if size is None:
+            before = executor.compile_seconds()
+            size = _call_runs(algorithm.run_single, static, params, objective, pending.size, budget, devices,
+                              grid_index is not None)
+            compile_s += executor.compile_seconds() - before
+            if size < pending.size:
+                pad_to = size      # every call, the last one too, runs the program that was sized
+        batch, rest = pending[:size], pending[size:]
+        out, c_s, r_s = executor.execute(algorithm.run_single, static, params, objective, base_seed, ids[batch],
+                                         grid_index=None if grid_index is None else grid_index[batch],
                                          devices=devices, pad_to=pad_to)
-        pad_to = None      # reruns are a new shape anyway
+        if not rest.size:
+            pad_to = None      # reruns are a new shape anyway
         compile_s, run_s = compile_s + c_s, run_s + r_s
-        raise_for_objective(objective.name, out.flags, ids[pending])
+        raise_for_objective(objective, out.flags, ids[batch])
         if outputs is None:
-            outputs = jax.tree.map(lambda a: np.zeros((ids.size,) + a.shape[1:], a.dtype), out)
+            outputs = jax.tree.map(lambda a: np.empty((ids.size,) + a.shape[1:], a.dtype), out)
         done = out.flags == 0
         for full, part in zip(outputs, out):
-            full[pending[done]] = part[done]
+            full[batch[done]] = part[done]
         failed = ~done
+        pending = rest
         if not failed.any():
-            break
-        seeds = ids[pending[failed]]
+            continue
+        seeds = ids[batch[failed]]
         if algorithm.grow is None:
             raise CapacityError(f"{algorithm.name}: a fixed-size table overflowed (seeds {seeds[:10].tolist()}); "
                                 f"this is a bug: tables are sized so that they cannot")
         tables = algorithm.grow(tables, jax.tree.map(lambda a: a[failed], out), grow, seeds)
-        pending = pending[failed]
+        pending = np.concatenate([batch[failed], rest])
+        size, pad_to = None, None
     return outputs, tables, compile_s, run_s
+
+
+def _call_runs(run_single, static, params, objective, runs: int, budget, devices, grid: bool) -> int:
+    """Runs per call: all of them without a budget (or eagerly, under jax.disable_jit), else what
+    executor.fit_runs finds from XLA's memory analysis of the program (which the calls then run)."""
+    if budget is None or jax.config.jax_disable_jit:
+        return runs
+    selected = sharding.select_devices(devices)
+    measure = lambda R: executor.memory_bytes(executor.memory(run_single, static, params, objective, R, grid=grid,
+                                                              devices=selected))
+    size, need = executor.fit_runs(runs, budget, len(selected), measure)
+    if need > budget:
+        warnings.warn(f"{size // len(selected)} run(s) per device need {need:,} bytes, above the memory "
+                      f"budget of {budget:,} bytes; running one per device per call", RuntimeWarning, stacklevel=4)
+    return size
 
 
 def compiled_memory(config, objective, seeds: int, devices=None):

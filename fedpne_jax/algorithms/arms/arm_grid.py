@@ -123,10 +123,11 @@ def run_arms(key, objective, k: int):
     return points, no_contraction(objective.value(points)), no_contraction(objective.local_values(points))
 
 
-def flags(noise_kind: str, global_values, local_values, pulled):
-    """FLAG_NONFINITE / FLAG_RANGE from the values of the arms that were pulled (``pulled`` (K,))."""
+def flags(noise_kind: str, global_values, local_values, pulled, f_star: float | None = None):
+    """FLAG_NONFINITE / FLAG_RANGE from the values of the arms that were pulled (``pulled`` (K,)),
+    and FLAG_ABOVE_F_STAR from their global values when ``f_star`` is given (every run passes it)."""
     return (value_flags(noise_kind, local_values, pulled[:, None])
-            | value_flags(noise_kind, global_values, pulled, rewards=False))
+            | value_flags(noise_kind, global_values, pulled, rewards=False, f_star=f_star))
 
 
 def observe_flat(key, kind: str, scale, values):

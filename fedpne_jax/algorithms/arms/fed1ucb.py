@@ -281,7 +281,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
     pulled = s.pulled | (committed & (jnp.arange(K) == last))
     best = jnp.argmax(jnp.where(s.active, s.server, -jnp.inf))
     return Outputs(curve=curve, final_regret=final,
-                   flags=arm_grid.flags(static.noise_kind, values, local, pulled),
+                   flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
                    phases=s.phases, uploads=s.uploads, arms_left=jnp.sum(s.active, dtype=jnp.int32),
                    recommendation=points[best], eliminated=s.eliminated)
 

@@ -372,7 +372,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
     s = jax.lax.fori_loop(0, static.horizon, round_, init)
     pulled = s.pulls > 0
     return Outputs(curve=s.curve, final_regret=s.regret,
-                   flags=arm_grid.flags(static.noise_kind, values, local, pulled),
+                   flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
                    phases=jnp.int32(static.horizon), recommendation=points[jnp.argmax(s.pulls)],
                    arms_pulled=jnp.sum(pulled, dtype=jnp.int32))
 

@@ -53,8 +53,8 @@ def _has_gauss(static: Static) -> bool:
     return static.noise_kind == "gaussian" or static.dp
 
 
-def _value_flags(static: Static, values, used, rewards: bool = True):
-    return noise.value_flags(static.noise_kind, values, used, rewards)
+def _value_flags(static: Static, values, used, rewards: bool = True, f_star=None):
+    return noise.value_flags(static.noise_kind, values, used, rewards, f_star)
 
 
 ROW_BLOCK = 16
@@ -92,7 +92,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     regret = jnp.where(used, gap * pulls.astype(gap.dtype), 0.0)
     row = jnp.minimum(jc, static.capacity - 1)
     partial = jnp.where(part > 0, gap[row] * part.astype(gap.dtype), 0.0)
-    flags = _value_flags(static, g, used, rewards=False)
+    flags = _value_flags(static, g, used, rewards=False, f_star=objective.f_star)
     dt = static.float_dtype
     if static.sampling == "aggregate":
         scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
@@ -138,11 +138,13 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
 
     if not uniform_points:
         local_c = objective.local_values(centre)                            # (cap, M)
-        gap = objective.f_star - objective.value(centre)
+        g = objective.value(centre)
+        gap = objective.f_star - g
         regret = jnp.where(pulls > 0, gap * pulls.astype(dt), 0.0)
         row = jnp.minimum(jc, cap - 1)
         partial = jnp.where(part > 0, gap[row] * part.astype(dt), 0.0)
-        flags = _value_flags(static, gap, pulls > 0, rewards=False) | _value_flags(static, local_c, (pulls > 0)[:, None])
+        flags = _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star) \
+            | _value_flags(static, local_c, (pulls > 0)[:, None])
         if words == 0:                       # no noise: every reward is the value itself
             return Estimate(pairwise_mean(local_c), regret, partial, flags)
 
@@ -164,8 +166,9 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         pts = lower[j] + jnp.moveaxis(u[:, :D], 1, -1) * width[j]                       # (4, M, P/4, D)
         local = lambda p, m: jax.vmap(lambda x: objective.local(x, m))(p)
         values = jax.vmap(jax.vmap(local, in_axes=(0, 0)), in_axes=(0, None))(pts, clients)   # (4, M, P/4)
-        gaps = objective.f_star - jax.vmap(jax.vmap(jax.vmap(objective.global_value)))(pts)
-        flags = _value_flags(static, values, valid) | _value_flags(static, gaps, valid, False)
+        g = jax.vmap(jax.vmap(jax.vmap(objective.global_value)))(pts)
+        gaps = objective.f_star - g
+        flags = _value_flags(static, values, valid) | _value_flags(static, g, valid, False, objective.f_star)
         r = pulls_lib.rewards(kind, params.noise_scale, gauss_var, values, jnp.moveaxis(u[:, D:], 1, 0))
         reward_sum = pulls_lib.block_sum(r, valid & complete)
         mean_gap = jnp.where(valid[:, 0], pairwise_mean(jnp.moveaxis(gaps, 1, -1)), zero)   # (4, P/4)

@@ -394,7 +394,7 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
     carry = jax.lax.fori_loop(jnp.int32(1), params.horizon + 1, round_, carry)
 
     any_obs = jnp.any(carry.observed, axis=1)
-    flags = noise.value_flags(static.noise_kind, f_global, any_obs, rewards=False) \
+    flags = noise.value_flags(static.noise_kind, f_global, any_obs, rewards=False, f_star=objective.f_star) \
         | noise.value_flags(static.noise_kind, rewards, carry.observed)
     best = policy.recommend(params, Model(carry.mean, carry.cov, any_obs), carry.extra)
     return Outputs(curve=carry.curve, final_regret=carry.regret[0], flags=flags.astype(jnp.int32),

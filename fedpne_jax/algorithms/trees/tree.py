@@ -501,7 +501,7 @@ def pull(static, params, objective, book: Pull, t, x, u, pulling):
     kind = static.noise_kind
     scale = params.noise_scale
     r = noise.reward(kind, scale, scale ** 2 if kind == "gaussian" else None, f, u[0], u[1])
-    flags = book.flags | jnp.where(pulling, noise.value_flags(kind, f, jnp.bool_(True)), 0)
+    flags = book.flags | jnp.where(pulling, noise.value_flags(kind, f, jnp.bool_(True), f_star=objective.f_star), 0)
     regret = jnp.where(pulling, book.regret + (jnp.asarray(objective.f_star, x.dtype) - f), book.regret)
     curve, cursor = _record(static.checkpoint_rounds, book, t, regret)
     points = book.points
