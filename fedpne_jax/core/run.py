@@ -66,22 +66,22 @@ def run_bytes(algorithm: Algorithm, configs: Sequence, objective) -> int:
 
 def check_host_memory(groups, objective, budget: int) -> None:
     """ValueError, before anything is compiled or allocated, when the results of ``groups`` (each
-    (algorithm, configurations, seeds per configuration)) need more bytes than ``budget`` or than the
-    host has available, naming the figure: bytes per seed x seeds."""
+    (algorithm, configurations, seeds per configuration)) need more bytes than the host has available,
+    naming the figure: bytes per seed x seeds.  (``budget`` bounds one call's device buffers, which
+    chunking keeps under it; the results are kept on the host, whose free memory is the limit.)"""
     per_run = [run_bytes(algorithm, configs, objective) for algorithm, configs, _ in groups]
     runs = [len(configs) * seeds for _, configs, seeds in groups]
     total = sum(b * n for b, n in zip(per_run, runs))
     available = executor.available_memory()
-    if total <= budget and (available is None or total <= available):
+    if available is None or total <= available:
         return
     seeds, configs = groups[0][2], sum(len(c) for _, c, _ in groups)
     count = f"{seeds:,} seeds" if configs == 1 else f"{configs} configurations x {seeds:,} seeds"
     rate = f"{per_run[0]:,}" if len(set(per_run)) == 1 else f"{min(per_run):,} to {max(per_run):,}"
-    limit = (f"the memory budget of {budget / 2**30:.3g} GiB (memory_gb)" if total > budget
-             else f"the {available / 2**30:.3g} GiB of memory this host has available")
+    limit = f"the {available / 2**30:.3g} GiB of memory this host has available"
     raise ValueError(f"{count}: the per-seed results alone need {rate} bytes per seed x {sum(runs):,} runs = "
                      f"{total:,} bytes ({total / 2**30:.3g} GiB), above {limit}; run fewer seeds per call "
-                     f"(fp.run_sweep writes its results to disk chunk by chunk) or raise memory_gb")
+                     f"(fp.run_sweep writes its results to disk chunk by chunk)")
 
 
 def static_key(config, objective):

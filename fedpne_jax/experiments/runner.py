@@ -33,7 +33,6 @@ from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.store import Store, check_writable
 from fedpne_jax.core.validation import is_int
 
-DEFAULT_MEMORY_GB = 2.0
 
 
 @dataclasses.dataclass
@@ -131,12 +130,15 @@ def call_size(name, configs, objective, entries, gaps, S: int, budget: int, devi
     (memory grows about linearly with the runs) until it fits.  At least one run per device."""
     n = len(devices)
     limit = sum(b - a for e in entries for a, b in gaps[e.id])
-    for _ in range(12):
-        R, calls = plan(entries, gaps, S, limit, n)
-        need = runs.pairs_memory(configs, objective, R, devices=devices)
-        if need <= budget or R == n:
-            break
-        limit = max(n, min(int(R * budget / need * 0.95), R - n))
+    planned = {}
+
+    def plan_runs(limit):
+        R, planned["calls"] = plan(entries, gaps, S, limit, n)
+        return R
+
+    R, need = driver.fit_runs(limit, budget, n, lambda R: runs.pairs_memory(configs, objective, R, devices=devices),
+                              plan=plan_runs)
+    calls = planned["calls"]
     if need > budget:
         print(f"fedpne: warning: {R // n} run(s) per device need {need / 2**20:.2f} MiB, above the memory budget "
               f"of {budget / 2**20:.2f} MiB", file=sys.stderr)
@@ -208,7 +210,7 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
         raise sweep_lib.SweepError(f"memory_gb must be > 0, got {memory_gb!r}")
     if chunk_runs is not None and (not is_int(chunk_runs) or chunk_runs < 1):
         raise sweep_lib.SweepError(f"chunk_runs must be a positive integer, got {chunk_runs!r}")
-    budget = int((DEFAULT_MEMORY_GB if memory_gb is None else memory_gb) * 2**30)
+    budget = int((driver.DEFAULT_MEMORY_GB if memory_gb is None else memory_gb) * 2**30)
     selected = sharding.select_devices(devices)
     writer = jax.process_index() == 0
     if writer:
