@@ -17,7 +17,6 @@ import re
 from typing import Callable
 
 import jax
-import numpy as np
 
 from objectives.heterogeneity import (DEFAULT_AMPLITUDE, HETEROGENEITIES, client_shifts, fourier_perturbation,
                                       heterogeneous_parts, heterogeneous_parts_on_base)

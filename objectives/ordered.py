@@ -1,4 +1,5 @@
-"""Sums in a fixed order, shared by the objectives and the simulator.
+"""Arithmetic in a fixed order, shared by the objectives and the simulator: sums whose order the
+batch cannot change, and products XLA may not fuse into an FMA.
 
 They live in the objectives package, the lowest layer (it imports nothing of fedpne_jax; fedpne_jax
 builds on it), because the objectives need them too: a point's value must not depend on its batch.
@@ -45,3 +46,13 @@ def compensated_add(acc, x):
     y = x - lost
     t = total + y
     return t, (t - total) - y
+
+
+def no_contraction(x):
+    """x, with +-inf as NaN, behind a select that XLA cannot fold away.
+
+    XLA's CPU backend contracts a multiply followed by an add into one FMA whenever both land in the
+    same fused loop (always enabled), which eager execution (``jax.disable_jit``) never does, so
+    ``f_star - f(x)`` with f ending in a product differs in its last bit between the two.  A select
+    between the product and the add keeps them apart.  +-inf become NaN (flagged alike)."""
+    return jnp.where(jnp.isfinite(x), x, jnp.nan)

@@ -99,16 +99,32 @@ def test_same_shapes_do_not_recompile(objective):
 
 EXPLICIT = fp.FedPNEConfig(num_clients=2, horizon=400, noise="uniform:0.3", pull="uniform", checkpoints=8,
                            capacity=16)
-# Eager execution dispatches every operation of every loop trip from Python: a few phases suffice.
-EAGER = EXPLICIT.replace(horizon=200, checkpoints=4)
 
 
 def test_explicit_sampler_without_jit_equals_jit():
-    """The per-pull block sampler (uniform points, uniform noise) run eagerly gives the compiled
-    program's numbers."""
+    """One phase of the per-pull block sampler (uniform points, uniform noise, a checkpoint inside a
+    node), run eagerly, gives the compiled program's numbers.  (A whole eager run dispatches every
+    operation of every loop trip from Python: minutes for a few phases.)"""
+    import jax.numpy as jnp
+    from fedpne_jax.algorithms.fedpne import partition, sampling
+    from fedpne_jax.algorithms.fedpne.plan import Tables, make_params, make_static, plan
+
     objective = make("himmelblau", 2, dim=2)
-    jitted = fp.run(EAGER, objective, seeds=3, base_seed=7)
-    assert jitted.phases[1] >= 2
+    sizes = Tables(capacity=16, depth=plan(EXPLICIT).depth_limit)
+    static = make_static(EXPLICIT, objective, sizes)
+    params = jax.tree.map(jnp.asarray, make_params(EXPLICIT, sizes))
+    table = partition.root(static, jax.random.key(0))
+    table, _ = partition.expand(static, table, jnp.arange(16) < 1, jnp.int32(0))
+    centre = partition.centres(static, table, objective.lo, objective.hi)
+    n = jnp.int32(300)                                       # two blocks of 256 pulls per node
+    pulls = jnp.where(jnp.arange(16) < 2, n, 0)
+    jc = jnp.full((EXPLICIT.checkpoints,), 1, jnp.int32)
+    part = jnp.where(jnp.arange(EXPLICIT.checkpoints) == 0, 270, 0).astype(jnp.int32)
+    estimate = lambda key: sampling.estimate(static, params, objective, table, centre, pulls, n, key, jc, part, True)
+    key = jax.random.key(5)
+    jitted = jax.jit(estimate)(key)
     with jax.disable_jit():
-        eager = fp.run(EAGER, objective, seeds=[1], base_seed=7)
-    _assert_same(eager, 0, jitted, 1)
+        eager = estimate(key)
+    for a, b in zip(jitted, eager):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert float(jitted.partial[0]) > 0 and float(jitted.regret[1]) > 0

@@ -11,6 +11,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from objectives.ordered import no_contraction
 from fedpne_jax.core.errors import F_STAR_RTOL, FLAG_ABOVE_F_STAR, FLAG_NONFINITE, FLAG_RANGE
 
 
@@ -25,16 +26,18 @@ def reward(kind: str, scale, gauss_var, values, u_noise, u_gauss):
     """Rewards at objective ``values`` (any shape) from uniforms of the same shape.
 
     kind: 'gaussian' | 'bernoulli' | 'uniform' | 'none' (static).  ``scale``: the half-width a of
-    uniform noise.  ``gauss_var``: variance of the Gaussian part, or None when there is none.
+    uniform noise.  ``gauss_var``: variance of the Gaussian part, or None when there is none.  Each
+    noise term is kept out of an FMA with the value it is added to (no_contraction), so a reward is
+    the same number compiled and under jax.disable_jit.
     """
     if kind == "bernoulli":
         r = (u_noise < values).astype(values.dtype)
     elif kind == "uniform":
-        r = values + scale * (2.0 * u_noise - 1.0)
+        r = values + no_contraction(scale * (2.0 * u_noise - 1.0))
     else:
         r = values
     if gauss_var is not None:
-        r = r + jnp.sqrt(gauss_var) * standard_normal(u_gauss)
+        r = r + no_contraction(jnp.sqrt(gauss_var) * standard_normal(u_gauss))
     return r
 
 

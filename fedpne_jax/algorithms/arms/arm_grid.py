@@ -31,6 +31,7 @@ import numpy as np
 
 from fedpne_jax.core.noise import reward, value_flags
 from fedpne_jax.core.validation import check_int
+from objectives.ordered import no_contraction
 
 DEFAULT_TOTAL = 100       # default arm count: the largest K^D not above this
 MAX_ARMS = 2**16          # K^D above this would make the per-run tables (K x M floats) unreasonably big
@@ -105,16 +106,6 @@ def unit(points, lo, hi):
     """Arms rescaled to [0, 1]^D (FN-UCB's network input)."""
     lo_, hi_ = jnp.asarray(lo, jnp.float32), jnp.asarray(hi, jnp.float32)
     return (points - lo_) / (hi_ - lo_)
-
-
-def no_contraction(x):
-    """x, with +-inf as NaN, behind a select that XLA cannot fold away.
-
-    XLA's CPU backend contracts a multiply followed by an add into one FMA whenever both land in the
-    same fused loop (always enabled), which eager execution (``jax.disable_jit``) never does, so
-    ``f_star - f(x)`` with f ending in a product differs in its last bit between the two.  A select
-    between the product and the add keeps them apart.  +-inf become NaN (flagged alike)."""
-    return jnp.where(jnp.isfinite(x), x, jnp.nan)
 
 
 def run_arms(key, objective, k: int):

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from fedpne_jax.core import counters, noise
 from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.core import pulls as pulls_lib
-from objectives.ordered import inclusive_scan, pairwise_mean
+from objectives.ordered import inclusive_scan, no_contraction, pairwise_mean
 from fedpne_jax.algorithms.fedpne.plan import Params, Static
 
 
@@ -156,14 +156,14 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         rows = jnp.where(complete, jnp.sum(pulls > 0, dtype=jnp.int32), 0)
         sums, _, _ = pulls_lib.row_sums(rows, blocks, block, jnp.zeros((M,), dt), (), cap)
         counts = jnp.maximum(pulls, 1).astype(dt)
-        return Estimate(pairwise_mean(sums / counts[:, None]), regret, partial, flags)
+        return Estimate(pairwise_mean(sums) / counts, regret, partial, flags)
 
     clients = jnp.arange(M, dtype=jnp.int32)
 
     def block(j, b):
         valid = (pulls_lib.block_offsets(b) < pulls[j])[:, None, :]                  # (4, 1, P/4)
         u = jnp.stack(pulls_lib.block_uniforms(key, j, b, M, words, dt))              # (4, words, M, P/4)
-        pts = lower[j] + jnp.moveaxis(u[:, :D], 1, -1) * width[j]                       # (4, M, P/4, D)
+        pts = lower[j] + no_contraction(jnp.moveaxis(u[:, :D], 1, -1) * width[j])      # (4, M, P/4, D)
         local = lambda p, m: jax.vmap(lambda x: objective.local(x, m))(p)
         values = jax.vmap(jax.vmap(local, in_axes=(0, 0)), in_axes=(0, None))(pts, clients)   # (4, M, P/4)
         g = jax.vmap(jax.vmap(jax.vmap(objective.global_value)))(pts)
@@ -184,7 +184,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     (sums, regret), partial, flags = pulls_lib.row_sums(
         rows, blocks, block, (jnp.zeros((M,), dt), zero), jnp.zeros(part.shape, dt), cap)
     counts = jnp.maximum(pulls, 1).astype(dt)
-    return Estimate(pairwise_mean(sums / counts[:, None]), regret, partial, flags)
+    return Estimate(pairwise_mean(sums) / counts, regret, partial, flags)
 
 
 def estimate(static: Static, params: Params, objective, table, centre, pulls, n, phase_key, jc, part,
