@@ -89,7 +89,7 @@ def valid_run(draw):
     return argv, (M, T, S), draw(st.booleans())
 
 
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(valid_run())
 def test_every_valid_command_line_runs(case):
     argv, (M, T, S), write = case
@@ -237,7 +237,7 @@ def invalid_run(draw):
     return argv + draw(BREAKAGES[kind]), kind
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(invalid_run())
 def test_every_invalid_command_line_is_refused_with_a_message(case):
     argv, kind = case

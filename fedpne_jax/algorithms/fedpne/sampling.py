@@ -156,7 +156,9 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         rows = jnp.where(complete, jnp.sum(pulls > 0, dtype=jnp.int32), 0)
         sums, _, _ = pulls_lib.row_sums(rows, blocks, block, jnp.zeros((M,), dt), (), cap)
         counts = jnp.maximum(pulls, 1).astype(dt)
-        return Estimate(pairwise_mean(sums) / counts, regret, partial, flags)
+        # The clients' mean sum, then one division, kept apart: dividing each client's sum first (or
+        # letting XLA fold the two divisions) compiles to other last bits than the eager run.
+        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags)   # (as above)
 
     clients = jnp.arange(M, dtype=jnp.int32)
 
@@ -184,7 +186,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     (sums, regret), partial, flags = pulls_lib.row_sums(
         rows, blocks, block, (jnp.zeros((M,), dt), zero), jnp.zeros(part.shape, dt), cap)
     counts = jnp.maximum(pulls, 1).astype(dt)
-    return Estimate(pairwise_mean(sums) / counts, regret, partial, flags)
+    return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags)   # (as above)
 
 
 def estimate(static: Static, params: Params, objective, table, centre, pulls, n, phase_key, jc, part,
