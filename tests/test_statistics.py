@@ -94,13 +94,6 @@ def test_dp_with_uniform_noise_matches_reference():
     assert_same_distribution(res, _reference_runs(config, objective))
 
 
-def test_dp_with_uniform_points_matches_reference():
-    config = UNIFORM_PULLS.replace(noise="gaussian:0.2", dp_epsilon=4.0, dp_delta=0.05)
-    objective = make("garland", 3)
-    res = fp.run(config, objective, seeds=SEEDS)
-    assert_same_distribution(res, _reference_runs(config, objective))
-
-
 def test_uniform_noise_centre_pulls_match_reference():
     config = fp.FedPNEConfig(num_clients=3, horizon=3_000, split="longest", noise="uniform:0.8")
     objective = make("doublesine", 3)
