@@ -123,8 +123,8 @@ STUDIES = {s.name: s for s in [
     Study("heterogeneity", FOURIER, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4), minutes=0.1),
     # BBO pools the clients' values as if they came from one objective, so differing optima mislead it.
     Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=1.1),
-    Study("bbob", BBOB, ("fedpne", "hct", "bbo"), full=Size((10_000,), 50), quick=Size((300,), 3),
-          params={"hct": HCT}, minutes=3.0),
+    Study("bbob", BBOB, ("fedpne", "hct", "bbo"), full=Size((3_000,), 20), quick=Size((300,), 3),
+          params={"hct": HCT}, minutes=1.9),
     Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
           minutes=0.1),
