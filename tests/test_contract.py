@@ -77,7 +77,7 @@ def test_grid_equals_separate_runs(algorithm):
 def test_plain_run_raises_no_flag(algorithm):
     algo = registry.get(algorithm)
     config, objective = _config(algorithm), _objective()
-    tables = algo.tables([config]) if algo.tables is not None else None
+    tables = algo.initial_tables([config])
     out, _, _ = executor.execute(algo.run_single, algo.make_static(config, objective, tables),
                                  algo.make_params(config, tables), objective, 0, np.arange(3))
     np.testing.assert_array_equal(out.flags, 0)

@@ -56,6 +56,10 @@ class Algorithm:
     report: Optional[Callable] = None
     styles: tuple = ()           # (result name, Style) pairs; the first is the algorithm's own
 
+    def initial_tables(self, configs):
+        """The tables a batch of ``configs`` starts with: the ``tables`` hook's, or None (fixed)."""
+        return self.tables(configs) if self.tables is not None else None
+
     def describe(self, config, tables, outputs) -> tuple[str, dict, dict]:
         """(result name, resolved config, per-seed metrics) of one configuration's outputs."""
         if self.report is not None:

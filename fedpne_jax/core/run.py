@@ -57,18 +57,18 @@ def run_bytes(algorithm: Algorithm, configs: Sequence, objective) -> int:
     """Host bytes one run of these configurations keeps until its result is built: its outputs (the
     arrays calls stream into), the result's 8-byte copies of them (curves and metrics become
     float64 / int64) and its seed and grid indices.  From the outputs' shapes, traced, not compiled."""
-    tables = algorithm.tables(configs) if algorithm.tables is not None else None
+    tables = algorithm.initial_tables(configs)
     shapes = executor.output_shapes(algorithm.run_single, algorithm.make_static(configs[0], objective, tables),
                                     algorithm.make_params(configs[0], tables), objective)
     leaves = jax.tree.leaves(shapes)
     return sum(math.prod(s.shape) * (s.dtype.itemsize + 8) for s in leaves) + 16
 
 
-def check_host_memory(groups, objective, budget: int) -> None:
+def check_host_memory(groups, objective) -> None:
     """ValueError, before anything is compiled or allocated, when the results of ``groups`` (each
     (algorithm, configurations, seeds per configuration)) need more bytes than the host has available,
-    naming the figure: bytes per seed x seeds.  (``budget`` bounds one call's device buffers, which
-    chunking keeps under it; the results are kept on the host, whose free memory is the limit.)"""
+    naming the figure: bytes per seed x seeds.  (The memory budget bounds one call's device buffers,
+    which chunking keeps under it; the results are kept on the host, whose free memory is the limit.)"""
     per_run = [run_bytes(algorithm, configs, objective) for algorithm, configs, _ in groups]
     runs = [len(configs) * seeds for _, configs, seeds in groups]
     total = sum(b * n for b, n in zip(per_run, runs))
@@ -106,7 +106,7 @@ def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, g
     count = executor.seed_count(seeds)
     base_seed = executor.check_base_seed(base_seed)
     budget = memory_budget(memory_gb)
-    check_host_memory([(algorithm, [config], count)], objective, budget)
+    check_host_memory([(algorithm, [config], count)], objective)
     ids = executor.seed_ids(seeds)
     return _run_pairs([config], objective, np.zeros(ids.size, np.int64), ids, base_seed, grow, devices,
                       budget=budget)[0]
@@ -127,7 +127,7 @@ def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_
     base_seed = executor.check_base_seed(base_seed)
     budget = memory_budget(memory_gb)
     groups = group_indices([static_key(c, objective) for c in configs])
-    check_host_memory([(algorithms[m[0]], [configs[i] for i in m], count) for m in groups], objective, budget)
+    check_host_memory([(algorithms[m[0]], [configs[i] for i in m], count) for m in groups], objective)
     ids = executor.seed_ids(seeds)
     results: list = [None] * len(configs)
     for members in groups:
@@ -234,7 +234,7 @@ def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow
     call), streaming each call's outputs into arrays for all runs, and rerun the runs whose tables
     overflowed with the larger ones the algorithm's ``grow`` gives (the runs still to come then
     start with them too).  Returns (outputs for every run, final tables, compile s, run s)."""
-    tables = algorithm.tables(configs) if algorithm.tables is not None else None
+    tables = algorithm.initial_tables(configs)
     outputs = None
     pending = np.arange(ids.size)
     compile_s = run_s = 0.0
@@ -307,7 +307,7 @@ def pairs_memory(configs: Sequence, objective, runs: int, devices=None) -> int:
 
 def _memory(configs, objective, runs, devices):
     algorithm = check_inputs(configs[0], objective)
-    tables = algorithm.tables(configs) if algorithm.tables is not None else None
+    tables = algorithm.initial_tables(configs)
     single = len(configs) == 1
     return executor.memory(algorithm.run_single, algorithm.make_static(configs[0], objective, tables),
                            _params(algorithm, configs, tables, single), objective, runs, grid=not single,

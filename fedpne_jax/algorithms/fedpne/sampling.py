@@ -85,14 +85,20 @@ def _client_mean(static: Static, params: Params, value, n, successes, z):
     return base
 
 
-def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part) -> Estimate:
-    used = pulls > 0
+def _centre_regret(static, objective, x, pulls, jc, part):
+    """(global values, regret per node, partial regret per checkpoint, flags) of pulls at the node
+    centres ``x``: n pulls of a node cost n times its gap, with no per-pull work."""
     g = objective.value(x)
     gap = objective.f_star - g
-    regret = jnp.where(used, gap * pulls.astype(gap.dtype), 0.0)
+    regret = jnp.where(pulls > 0, gap * pulls.astype(gap.dtype), 0.0)
     row = jnp.minimum(jc, static.capacity - 1)
     partial = jnp.where(part > 0, gap[row] * part.astype(gap.dtype), 0.0)
-    flags = _value_flags(static, g, used, rewards=False, f_star=objective.f_star)
+    return g, regret, partial, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star)
+
+
+def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part) -> Estimate:
+    used = pulls > 0
+    g, regret, partial, flags = _centre_regret(static, objective, x, pulls, jc, part)
     dt = static.float_dtype
     if static.sampling == "aggregate":
         scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
@@ -138,13 +144,8 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
 
     if not uniform_points:
         local_c = objective.local_values(centre)                            # (cap, M)
-        g = objective.value(centre)
-        gap = objective.f_star - g
-        regret = jnp.where(pulls > 0, gap * pulls.astype(dt), 0.0)
-        row = jnp.minimum(jc, cap - 1)
-        partial = jnp.where(part > 0, gap[row] * part.astype(dt), 0.0)
-        flags = _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star) \
-            | _value_flags(static, local_c, (pulls > 0)[:, None])
+        _, regret, partial, flags = _centre_regret(static, objective, centre, pulls, jc, part)
+        flags = flags | _value_flags(static, local_c, (pulls > 0)[:, None])
         if words == 0:                       # no noise: every reward is the value itself
             return Estimate(pairwise_mean(local_c), regret, partial, flags)
 
@@ -158,7 +159,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         counts = jnp.maximum(pulls, 1).astype(dt)
         # The clients' mean sum, then one division, kept apart: dividing each client's sum first (or
         # letting XLA fold the two divisions) compiles to other last bits than the eager run.
-        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags)   # (as above)
+        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags)
 
     clients = jnp.arange(M, dtype=jnp.int32)
 
