@@ -53,10 +53,9 @@ def engine_row(M: int, T: int, seeds: int, repeats: int) -> dict:
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     first = fp.run(config, objective, seeds=seeds)           # compiles (and grows capacity if needed)
     config = config.replace(capacity=first.capacity)
-    times = [fp.run(config, objective, seeds=seeds).run_seconds for _ in range(repeats)]
+    best = harness.best_run_seconds(lambda: fp.run(config, objective, seeds=seeds), repeats)
     mem = compiled_memory(config, objective, seeds)
     xla_bytes = mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes
-    best = min(times)
     return dict(seeds=seeds, runs_per_second=seeds / best, seconds_per_run=best / seeds,
                 compile_seconds=first.compile_seconds, capacity=first.capacity,
                 peak_mb=(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_rss) / 1024,
