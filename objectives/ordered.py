@@ -1,5 +1,6 @@
 """Arithmetic in a fixed order, shared by the objectives and the simulator: sums whose order the
-batch cannot change, and products XLA may not fuse into an FMA.
+batch cannot change, products XLA may not fuse into an FMA, and square roots and matrix-vector
+products that give the same bits on every processor.
 
 They live in the objectives package, the lowest layer (it imports nothing of fedpne_jax; fedpne_jax
 builds on it), because the objectives need them too: a point's value must not depend on its batch.
@@ -11,6 +12,7 @@ as pairwise sums whose order is fixed by the axis length alone.
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 
@@ -23,6 +25,29 @@ def pairwise_sum(x):
         half = x.shape[-1] // 2
         x = x[..., :half] + x[..., half:]
     return x[..., 0]
+
+
+def matvec(x, w):
+    """x @ w for x (n,) and w (n, k): the n products x_i w_i summed pairwise, in an order fixed by n.
+
+    XLA's CPU backend hands a dot to a library kernel that it picks at run time for the processor,
+    and rewrites a long sum over an axis into a tree of its own choosing, so neither fixes the last
+    bits of the result (a 64-term sum differed alone and in a batch).  Spelled out, this costs about
+    5x a dot at n = k = 64."""
+    terms = [x[i] * w[i] for i in range(x.shape[0])]
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def exact_sqrt(x):
+    """sqrt(x), kept a correctly rounded square root wherever it is used.
+
+    XLA rewrites a / sqrt(b) as a * rsqrt(b), and its CPU backend lowers rsqrt to the processor's
+    approximate reciprocal square root (rsqrtss, a table lookup that differs between Intel and AMD)
+    refined by one Newton step, whose last bits then differ between processors too.  The barrier
+    hides the square root from that rewrite; sqrt and division are exact IEEE operations."""
+    return jax.lax.optimization_barrier(jnp.sqrt(x))
 
 
 def pairwise_mean(x):

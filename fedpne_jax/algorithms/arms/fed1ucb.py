@@ -60,7 +60,7 @@ from fedpne_jax.algorithms.arms import arm_grid as arm_grid
 from fedpne_jax.core.config import MAX_CLIENTS
 from fedpne_jax.core import counters
 from fedpne_jax.core import pulls as pulls_lib
-from objectives.ordered import inclusive_scan, pairwise_mean
+from objectives.ordered import exact_sqrt, inclusive_scan, pairwise_mean
 
 NOISE_STREAM = 0x4E4F4953       # fold_in tag of the key of the phases' rewards
 INT32_MAX = 2**31 - 1
@@ -191,7 +191,7 @@ def communicate(kind: str, key, scale, pulls, local, order, count, chunks, chunk
         rows = jax.lax.dynamic_slice(order, (c * chunk,), (chunk,))
         if kind in ("gaussian", "none"):
             vals = jnp.take(local, rows, axis=0, mode="fill", fill_value=0.0)
-            fresh = arm_grid.observe_flat(jax.random.fold_in(key, c), kind, scale / jnp.sqrt(f), vals)
+            fresh = arm_grid.observe_flat(jax.random.fold_in(key, c), kind, scale / exact_sqrt(f), vals)
         else:
             fresh = jax.lax.dynamic_slice(sums, (c * chunk, 0), (chunk, M)) / f
         old = jnp.take(means, rows, axis=0, mode="fill", fill_value=0.0)

@@ -68,7 +68,7 @@ from fedpne_jax.core.validation import check_int, check_real
 from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.algorithms.arms import arm_grid as arm_grid
 from fedpne_jax.core.config import MAX_CLIENTS
-from objectives.ordered import pairwise_mean, pairwise_sum
+from objectives.ordered import exact_sqrt, pairwise_mean, pairwise_sum
 
 INIT_STREAM = 0x494E4954        # fold_in tags of the run key
 NOISE_STREAM = 0x4E4F4953
@@ -328,7 +328,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
     gap = jnp.float32(objective.f_star) - values
     K, M = static.num_arms, static.num_clients
     theta0 = init_net(jax.random.fold_in(key, INIT_STREAM), static.dim, static.width)
-    w0 = features(theta0, X) / jnp.sqrt(params.lam)
+    w0 = features(theta0, X) / exact_sqrt(params.lam)
     noise_key = jax.random.fold_in(key, NOISE_STREAM)
     sqrt_lam = jnp.sqrt(params.lam)
     scales = jnp.array([M, 1.0], jnp.float32)      # V_bar gains every client's pull, V_local one

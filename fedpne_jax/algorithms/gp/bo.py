@@ -38,6 +38,7 @@ import numpy as np
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.validation import check_int, check_real
 from fedpne_jax.algorithms.gp import gp
+from objectives.ordered import exact_sqrt
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +122,7 @@ def standardised_mean(model, extra: Extra):
 
 def choose(static, params, model, extra: Extra, t, b, random):
     mu = standardised_mean(model, extra)
-    sigma = jnp.sqrt(jnp.maximum(gp.variances(model.cov), 1e-10))       # GPyOpt clips v at 1e-10
+    sigma = exact_sqrt(jnp.maximum(gp.variances(model.cov), 1e-10))       # GPyOpt clips v at 1e-10
     best = jnp.max(jnp.where(model.observed, mu, -jnp.inf))
     u = (mu - best - params.xi) / sigma
     ei = jnp.argmax(jnp.log(sigma) + log_ei_factor(u)).astype(jnp.int32)

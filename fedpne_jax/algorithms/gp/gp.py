@@ -62,7 +62,7 @@ from fedpne_jax.core import checkpoints, noise
 from fedpne_jax.core.counters import threefry_words, unit_floats
 from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.core.validation import check_int, check_real
-from objectives.ordered import compensated_add, pairwise_mean, pairwise_sum
+from objectives.ordered import compensated_add, exact_sqrt, pairwise_mean, pairwise_sum
 
 KERNELS = ("exponential", "rbf", "matern52")
 CANDIDATE_KINDS = ("shifted", "grid", "random")
@@ -250,7 +250,7 @@ def condition_cov(cov, j, noise_var):
     """Sigma conditioned on one observation at candidate j: (new Sigma, c = Sigma[:, j], d)."""
     c = cov[:, j]
     d = c[j] + noise_var
-    h = c * jax.lax.rsqrt(d)
+    h = c / exact_sqrt(d)
     return cov - h[:, None] * h[None, :], c, d
 
 
