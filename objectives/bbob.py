@@ -131,14 +131,32 @@ def legacy_gauss(n: int, seed: int) -> np.ndarray:
     return g
 
 
+def _dot(a, b) -> float:
+    """a . b correctly rounded (math.fsum), so the same on every processor: numpy's dot and @ call
+    the BLAS kernel picked for the processor, whose summation order differs between processors."""
+    return math.fsum(np.asarray(a, np.float64) * np.asarray(b, np.float64))
+
+
+def _matmul(*matrices) -> np.ndarray:
+    """The product of the matrices (or a final vector), each entry a correctly rounded :func:`_dot`."""
+    out = np.asarray(matrices[0], np.float64)
+    for m in matrices[1:]:
+        m = np.asarray(m, np.float64)
+        if m.ndim == 1:
+            out = np.array([_dot(row, m) for row in out])
+        else:
+            out = np.array([[_dot(row, col) for col in m.T] for row in out])
+    return out
+
+
 def legacy_rotation(seed: int, dim: int) -> np.ndarray:
     """COCO's bbob2009_compute_rotation: D^2 legacy normals filled column-major, then modified
     Gram-Schmidt on the columns.  Row i, column j is COCO's B[i][j]; the transformation is z = B x."""
     b = legacy_gauss(dim * dim, seed).reshape(dim, dim).T.copy()
     for i in range(dim):
         for j in range(i):
-            b[:, i] -= np.dot(b[:, i], b[:, j]) * b[:, j]
-        b[:, i] /= math.sqrt(np.dot(b[:, i], b[:, i]))
+            b[:, i] -= _dot(b[:, i], b[:, j]) * b[:, j]
+        b[:, i] /= math.sqrt(_dot(b[:, i], b[:, i]))
     return b
 
 
@@ -211,8 +229,8 @@ def _instance(k: int, D: int, inst: int) -> Instance:
         x_opt = legacy_xopt(seed, D)
         cond = {6: 10.0, 13: 10.0, 23: 100.0}[k]
         arrays["xopt"] = x_opt
-        arrays["M"] = legacy_rotation(seed + 1000000, D) @ np.diag(_powers(math.sqrt(cond), D)) \
-            @ legacy_rotation(seed, D)
+        arrays["M"] = _matmul(legacy_rotation(seed + 1000000, D), np.diag(_powers(math.sqrt(cond), D)),
+                              legacy_rotation(seed, D))
     elif k == 7:
         x_opt = legacy_xopt(seed, D)
         arrays.update(xopt=x_opt, R=legacy_rotation(seed, D), Q=legacy_rotation(seed + 1000000, D))
@@ -223,7 +241,7 @@ def _instance(k: int, D: int, inst: int) -> Instance:
         R = legacy_rotation(seed, D)
         arrays["R"] = R
         # z = s R x + 1/2 (s = max(1, sqrt(D) / 8)) is optimal at z = 1.
-        x_opt = R.T @ np.full(D, 0.5) / max(1.0, math.sqrt(D) / 8.0)
+        x_opt = _matmul(R.T, np.full(D, 0.5)) / max(1.0, math.sqrt(D) / 8.0)
     elif k == 12:
         x_opt = legacy_xopt(seed + 1000000, D)      # COCO's bent cigar draws x_opt from the rotation's seed
         arrays.update(xopt=x_opt, R=legacy_rotation(seed + 1000000, D))
@@ -231,13 +249,13 @@ def _instance(k: int, D: int, inst: int) -> Instance:
         x_opt = legacy_xopt(seed, D)
         rot1 = legacy_rotation(seed + 1000000, D)
         cond = 10.0 if k == 15 else 0.01
-        arrays.update(xopt=x_opt, R=rot1, M=rot1 @ np.diag(_powers(math.sqrt(cond), D)) @ legacy_rotation(seed, D))
+        arrays.update(xopt=x_opt, R=rot1, M=_matmul(rot1, np.diag(_powers(math.sqrt(cond), D)), legacy_rotation(seed, D)))
     elif k in (17, 18):
         seed = 17 + 10000 * inst                  # f18 reuses f17's seed
         x_opt = legacy_xopt(seed, D)
         cond = 10.0 if k == 17 else 1000.0
         arrays.update(xopt=x_opt, R=legacy_rotation(seed + 1000000, D),
-                      M=np.diag(_powers(math.sqrt(cond), D)) @ legacy_rotation(seed, D))
+                      M=_matmul(np.diag(_powers(math.sqrt(cond), D)), legacy_rotation(seed, D)))
     elif k == 20:
         sign = np.where(legacy_uniform(D, seed) < 0.5, -1.0, 1.0)
         arrays["sign"] = sign
@@ -277,7 +295,7 @@ def _gallagher(seed: int, D: int, peaks: int):
         scales[i] = condition[i] ** (perm / (D - 1.0) - 0.5)
     u = legacy_uniform(D * peaks, seed).reshape(peaks, D)
     raw = b * u - c
-    centres = raw @ R.T                              # centre of peak i in rotated coordinates: R y_i
+    centres = _matmul(raw, R.T)                              # centre of peak i in rotated coordinates: R y_i
     centres[0] *= 0.8
     x_opt = 0.8 * raw[0]
     return x_opt, {"R": R, "centres": centres, "scales": scales, "height": height, "gap": 10.0 - height}
@@ -294,6 +312,11 @@ def _c(values, x):
 def _mv(M, v):
     """M @ v as fixed-order sums over each row."""
     return pairwise_sum(M * v[None, :])
+
+
+def _mm(A, B):
+    """A @ B as fixed-order sums (an XLA dot runs a kernel picked for the processor)."""
+    return pairwise_sum(A[:, None, :] * B.T[None, :, :])
 
 
 def _offset(d, x):
@@ -687,7 +710,7 @@ def _ascend(g, data, starts, keys):
 
         def step(carry, key):
             x, v, grad, H, radius = carry
-            direction = H @ grad
+            direction = _mv(H, grad)
             trials = jnp.clip(x[None, :] + line[:, None] * direction[None, :], LO, HI)
             noise = jax.random.normal(key, (_RANDOM_TRIALS, D)) * radius / jnp.sqrt(D)
             trials = jnp.concatenate([trials, jnp.clip(x[None, :] + noise, LO, HI)])
@@ -701,11 +724,11 @@ def _ascend(g, data, starts, keys):
             g_new = jnp.where(better, g_new, grad)
             # BFGS on -g: s = x_new - x, y = grad - g_new.
             s, y = x_new - x, grad - g_new
-            sy = s @ y
-            use = better & (sy > 1e-12 * jnp.sqrt((s @ s) * (y @ y)) + 1e-300)
+            sy = pairwise_sum(s * y)
+            use = better & (sy > 1e-12 * jnp.sqrt(pairwise_sum(s * s) * pairwise_sum(y * y)) + 1e-300)
             rho = 1.0 / jnp.where(use, sy, 1.0)
             eye = jnp.eye(D)
-            H_new = (eye - rho * jnp.outer(s, y)) @ H @ (eye - rho * jnp.outer(y, s)) + rho * jnp.outer(s, s)
+            H_new = _mm(_mm(eye - rho * jnp.outer(s, y), H), eye - rho * jnp.outer(y, s)) + rho * jnp.outer(s, s)
             H = jnp.where(use, H_new, H)
             moved = jnp.max(jnp.abs(s))
             radius = jnp.where(better, jnp.maximum(radius, 2.0 * moved), 0.5 * radius)
