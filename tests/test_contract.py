@@ -1,6 +1,6 @@
 """The contract every registered algorithm keeps, tested over the registry (tests/conftest.py):
 ``fp.run(fp.make_config(name, ...), objective, seeds)`` works for every name; a seed alone equals the
-same seed in a batch, bit for bit; result i of a grid equals a separate run of configuration i; the
+same seed in a batch, bit for bit; its program has no operation whose numbers depend on the processor; result i of a grid equals a separate run of configuration i; the
 curve has the checkpoints' shape, never decreases and ends at the final regret; a plain run raises
 no flag; a global value above f* is reported; bad parameters are refused by name before anything
 compiles."""
@@ -11,6 +11,7 @@ import fedpne_jax as fp
 import objectives
 from tests.support.contract import COMMON_BAD, CONTRACT, M
 from fedpne_jax.core import executor, registry
+from fedpne_jax.core.portability import processor_dependent_ops
 
 SEEDS = 3      # the shape of the grid test's separate runs and the flag test: one program serves all
 
@@ -51,6 +52,16 @@ def test_run_by_name_and_curve_shape(algorithm, batches):
     assert np.all(res.final_regret > 0) and len(set(res.final_regret.tolist())) > 1
     for metric in registry.get(algorithm).metrics:
         assert getattr(res, metric).shape[0] == SEEDS
+
+
+def test_program_has_no_processor_dependent_operation(algorithm, batches):
+    """A seed gives the same numbers on any x86-64 processor (fedpne_jax.core.portability)."""
+    _batch(batches, algorithm)
+    run_single = registry.get(algorithm).run_single
+    programs = [exe for key, (exe, _) in executor._compiled.items() if key[0] is run_single]
+    assert programs
+    for exe in programs:
+        assert processor_dependent_ops(exe.as_text()) == []
 
 
 def test_seed_alone_equals_batch(algorithm, batches):

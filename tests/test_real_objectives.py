@@ -14,6 +14,7 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
+from fedpne_jax.core.portability import processor_dependent_ops
 from objectives import covid, digits, landmine
 
 M = 2
@@ -298,6 +299,17 @@ def test_vmapped_equals_one_point_at_a_time(name, request):
     shuffled = [np.asarray(v) for v in program(obj, X[order])]
     np.testing.assert_array_equal(shuffled[0], local[order])
     np.testing.assert_array_equal(shuffled[1], glob[order])
+
+
+@pytest.mark.parametrize("name", ["covid", "landmine", "digits"])
+def test_programs_have_no_processor_dependent_operation(name, request):
+    """The program the value tests compiled (a cache hit here) has no operation whose numbers depend on
+    the processor (fedpne_jax.core.portability): digits' matrix-vector products are fixed-order sums."""
+    obj = request.getfixturevalue(f"{name}_obj")
+    request.getfixturevalue(f"{name}_values")
+    X = {"covid": COVID_X, "landmine": LANDMINE_X, "digits": DIGITS_X}[name]
+    text = request.getfixturevalue("program").lower(obj, X).compile().as_text()
+    assert processor_dependent_ops(text) == []
 
 
 @pytest.mark.parametrize("name,kwargs,match", [
