@@ -136,6 +136,7 @@ def rows(quick: bool) -> list[dict]:
                                 ratio=r["pulls_per_s"] / ref_rate, device=device,
                                 compile_seconds=r["compile_seconds"], final_regret_mean=r["final_regret_mean"]))
                 print(f"  {name} T={T} seeds={seeds}: {r['pulls_per_s']:.0f} pulls/s", file=sys.stderr, flush=True)
+    out += portability_rows(quick, repeats)
     if not quick:
         # How far T goes: the cost of a round does not grow with t.
         for T in (100_000,):
@@ -144,6 +145,35 @@ def rows(quick: bool) -> list[dict]:
                             seconds=r["seconds"], pulls_per_s=r["pulls_per_s"], reference_pulls_per_s=float("nan"),
                             ratio=float("nan"), device=device, compile_seconds=r["compile_seconds"],
                             final_regret_mean=r["final_regret_mean"]))
+    return out
+
+
+def portability_rows(quick: bool, repeats: int) -> list[dict]:
+    """The cost of processor-independent numbers: every algorithm at 100 seeds with its exact square
+    roots (the package) and with the approximate rsqrt XLA makes of c / sqrt(d) (what the package did
+    before, and what made BBO's runs differ between Intel and AMD), in the same run.  ``ratio`` is
+    exact pulls/s over approximate pulls/s."""
+    T, seeds, device = (200 if quick else 2000), 100, device_name()
+    rates, original = {}, gp.exact_sqrt
+    for variant, sqrt in (("exact", original), ("approximate", jnp.sqrt)):
+        for name in MODULES:
+            executor._compiled.clear()           # the program depends on the patched function, not its key
+            gp.exact_sqrt = bo.exact_sqrt = sqrt
+            try:
+                rates[name, variant] = jax_rate(name, T // (BBO_CLIENTS if name == "bbo" else 1), seeds, repeats)
+            finally:
+                gp.exact_sqrt = bo.exact_sqrt = original
+    out = []
+    for name in MODULES:
+        exact, approx = rates[name, "exact"], rates[name, "approximate"]
+        for variant, r in (("exact sqrt", exact), ("approximate rsqrt", approx)):
+            out.append(dict(name=f"{name} fedpne-jax, {variant}", algorithm=name, implementation=variant, seeds=seeds,
+                            T=T // (BBO_CLIENTS if name == "bbo" else 1), seconds=r["seconds"],
+                            pulls_per_s=r["pulls_per_s"], reference_pulls_per_s=approx["pulls_per_s"],
+                            ratio=r["pulls_per_s"] / approx["pulls_per_s"], device=device,
+                            compile_seconds=r["compile_seconds"], final_regret_mean=r["final_regret_mean"]))
+        print(f"  {name}: exact {exact['pulls_per_s']:.0f} pulls/s, approximate {approx['pulls_per_s']:.0f} "
+              f"({exact['pulls_per_s'] / approx['pulls_per_s']:.3f}x)", file=sys.stderr, flush=True)
     return out
 
 
