@@ -1,6 +1,7 @@
 """The contract every algorithm implements, Fed-PNE and the baselines alike.
 
-An algorithm is one :class:`Algorithm` value, registered in :mod:`fedpne_jax.core.registry`:
+An algorithm is one :class:`Algorithm` value, registered with :func:`fedpne_jax.register`
+(:mod:`fedpne_jax.core.registry`); each hook's signature is a ``Protocol`` below:
 
 * ``config_type``: a frozen dataclass whose ``__post_init__`` validates every field (``ValueError``
   naming it) before anything is traced, with ``replace``, ``resolved()`` and ``checkpoint_rounds``;
@@ -29,9 +30,47 @@ Optional hooks:
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Any, Hashable, Optional, Protocol, Sequence
 
+import jax
 import numpy as np
+
+
+class Outputs(Protocol):
+    """What ``run_single`` returns for one run: a NamedTuple with at least these fields (and the
+    algorithm's ``metrics``)."""
+
+    curve: jax.Array             # (C,) regret at the config's checkpoint rounds
+    final_regret: jax.Array      # ()
+    flags: jax.Array             # () int32, fedpne_jax.core.errors.FLAG_* bits
+
+
+class MakeStatic(Protocol):
+    def __call__(self, config: Any, objective: Any, tables: Any = None) -> Hashable: ...
+
+
+class MakeParams(Protocol):
+    def __call__(self, config: Any, tables: Any = None) -> Any: ...
+
+
+class RunSingle(Protocol):
+    def __call__(self, static: Any, params: Any, objective: Any, key: jax.Array) -> Outputs: ...
+
+
+class Check(Protocol):
+    def __call__(self, config: Any, objective: Any) -> None: ...
+
+
+class Tables(Protocol):
+    def __call__(self, configs: Sequence[Any]) -> Any: ...
+
+
+class Grow(Protocol):
+    def __call__(self, tables: Any, failed: Any, allowed: bool, seeds: Any) -> Any: ...
+
+
+class Report(Protocol):
+    def __call__(self, config: Any, tables: Any, outputs: Any) -> tuple[str, dict, dict]: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,16 +84,21 @@ class Style:
 class Algorithm:
     name: str
     config_type: type
-    make_static: Callable
-    make_params: Callable
-    run_single: Callable
+    make_static: MakeStatic
+    make_params: MakeParams
+    run_single: RunSingle
     metrics: tuple = ()
     federated: bool = False      # runs on M clients (config.num_clients must equal the objective's)
-    check: Optional[Callable] = None
-    tables: Optional[Callable] = None
-    grow: Optional[Callable] = None
-    report: Optional[Callable] = None
+    check: Optional[Check] = None
+    tables: Optional[Tables] = None
+    grow: Optional[Grow] = None
+    report: Optional[Report] = None
     styles: tuple = ()           # (result name, Style) pairs; the first is the algorithm's own
+
+    @property
+    def grows(self) -> bool:
+        """Whether its runs may outgrow tables sized on the host (and so take grow=False)."""
+        return self.grow is not None
 
     def initial_tables(self, configs):
         """The tables a batch of ``configs`` starts with: the ``tables`` hook's, or None (fixed)."""
