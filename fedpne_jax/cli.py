@@ -12,7 +12,6 @@ import time
 import jax
 
 import objectives
-from fedpne_jax.algorithms.fedpne.config import PULLS, SAMPLINGS, SPLITS
 from fedpne_jax.core import registry, sharding
 from fedpne_jax.core.config import NOISE_KINDS, parse_noise
 from fedpne_jax.core.files import WriteError
@@ -56,9 +55,11 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
 def _run_parser(sub):
     p = sub.add_parser("run", help="run an algorithm (Fed-PNE by default) for a batch of seeds",
                        formatter_class=_Defaults)
-    p.add_argument("--algorithm", default="fedpne", choices=registry.NAMES)
+    p.add_argument("--algorithm", default="fedpne",
+                   help=f"a registered algorithm: {', '.join(registry.NAMES)} (and those --plugin registers)")
     p.add_argument("--objective", default="garland", help="a registered objective, e.g. garland, doublesine, "
-                   "himmelblau, ackley, rastrigin, landmine, landmine-sklearn, covid, digits, bbob-f1 ... bbob-f24")
+                   "himmelblau, ackley, rastrigin, landmine, landmine-sklearn, covid, digits, bbob-f1 ... bbob-f24 "
+                   "(and those --plugin registers)")
     p.add_argument("--dim", type=int, default=None, help="dimension (ackley, rastrigin, bbob-*)")
     p.add_argument("--instance", type=int, default=None, help="COCO's instance number of a bbob-* objective (1)")
     p.add_argument("--clients", type=int, default=None, help="M (default: the objective's, 10 for synthetic ones)")
@@ -73,11 +74,11 @@ def _run_parser(sub):
     p.add_argument("--c1", type=float, default=None, help="Fed-PNE: 1")
     p.add_argument("--delta", type=float, default=None, help="Fed-PNE: 1/M")
     p.add_argument("--k", type=int, default=None, help="Fed-PNE: 2")
-    p.add_argument("--split", default=None, choices=SPLITS, help="Fed-PNE: random")
+    p.add_argument("--split", default=None, help="Fed-PNE: random (or longest)")
     p.add_argument("--noise", default=None, help=f"one of {NOISE_KINDS}, e.g. gaussian:0.1, uniform:0.1 "
                    f"(default: {DEFAULT_NOISE})")
-    p.add_argument("--pull", default=None, choices=PULLS, help="Fed-PNE: centre")
-    p.add_argument("--sampling", default=None, choices=SAMPLINGS, help="Fed-PNE: auto")
+    p.add_argument("--pull", default=None, help="Fed-PNE: centre (or uniform)")
+    p.add_argument("--sampling", default=None, help="Fed-PNE: auto (or aggregate, client, explicit)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any other parameter of the algorithm's config (repeatable), e.g. --set kappa=10")
     p.add_argument("--heterogeneity", default=None,
@@ -91,8 +92,15 @@ def _run_parser(sub):
     p.add_argument("--capacity", type=int, default=None, help="initial node-table capacity (default: from config)")
     p.add_argument("--no-grow", action="store_true", help="fail instead of growing a full node table")
     p.add_argument("--output", default=None, help="write the result as JSON to this file")
+    _plugin_option(p)
     _device_options(p)
     return p
+
+
+def _plugin_option(p):
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE (a dotted name or a .py file) first, which registers algorithms or "
+                        "objectives (repeatable)")
 
 
 def _device_options(p):
@@ -131,6 +139,7 @@ def _sweep_parser(sub):
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a fixed parameter (repeatable)")
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
                    help="a swept parameter (repeatable; the product is swept)")
+    _plugin_option(p)
     _device_options(p)
     return p
 
@@ -153,6 +162,7 @@ def _reproduce_parser(sub):
     p.add_argument("--overwrite", action="store_true",
                    help="rerun a study whose sweep folder holds another definition instead of refusing")
     p.add_argument("--devices", default="all", help="shard the runs over all visible devices or the first N")
+    _plugin_option(p)
     return p
 
 
@@ -276,8 +286,10 @@ def run_config(args, options: dict, num_clients: int):
 def cmd_run(args) -> int:
     if args.output is not None:
         check_output_file("--output", args.output)
-    if args.no_grow and args.algorithm != "fedpne":
-        raise ValueError("--no-grow applies to fedpne only (the baselines' tables have a fixed size)")
+    algorithm = registry.get(args.algorithm)
+    if args.no_grow and not algorithm.grows:
+        raise ValueError(f"--no-grow: algorithm {args.algorithm!r} has no table that grows (its tables have a "
+                         f"fixed size)")
     if args.seeds is not None and not 1 <= args.seeds <= 2**31:
         raise ValueError(f"--seeds must be an integer in [1, 2^31] (seed indices are int32), got {args.seeds}")
     options = run_options(args)
@@ -293,9 +305,9 @@ def cmd_run(args) -> int:
                                           heterogeneity=heterogeneity, seed=args.objective_seed, dim=args.dim,
                                           instance=args.instance,
                                           **({} if args.amplitude is None else {"amplitude": args.amplitude}))
-    extra = {"grow": not args.no_grow} if args.algorithm == "fedpne" else {}
     seeds = args.seeds if args.seeds is not None else objectives.default_seeds(args.objective)
-    result = run(config, objective, seeds=seeds, base_seed=args.seed, devices=_devices(args.devices), **extra)
+    result = run(config, objective, seeds=seeds, base_seed=args.seed, devices=_devices(args.devices),
+                 grow=not args.no_grow)
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
         return 0
     print(result.summary())
@@ -369,7 +381,7 @@ def cmd_sweep(args) -> int:
     base = sweep_lib.read(args.file) if args.file else None
     raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
-                                 grid=args.grid, base=base)
+                                 grid=args.grid, base=base, plugins=args.plugin)
     report = run_sweep(raw, args.out, memory_gb=args.memory_gb, devices=_devices(args.devices),
                        progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite,
                        repair=args.repair)
@@ -382,7 +394,23 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def load_plugins(argv) -> None:
+    """Import every --plugin module before the parser is built, so that its algorithms and objectives
+    are named in the help and accepted like built-in ones."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--plugin", action="append", default=[])
+    known, _ = pre.parse_known_args(argv)
+    for module in known.plugin:
+        registry.load_plugin(module)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        load_plugins(argv)
+    except registry.PluginError as err:
+        print(f"fedpne: error: --plugin: {err}", file=sys.stderr)
+        return EXIT_ERROR
     args = build_parser().parse_args(argv)
     try:
         if getattr(args, "distributed", False):

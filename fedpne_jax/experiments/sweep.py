@@ -61,7 +61,7 @@ from fedpne_jax.core.validation import is_int, is_real
 
 FORMAT = "fedpne-sweep/1"
 TOP_KEYS = {"objectives", "algorithms", "clients", "horizon", "seeds", "base_seed", "heterogeneity",
-            "objective_seed", "params", "grid"}
+            "objective_seed", "params", "grid", "plugins"}
 RESERVED = {"num_clients": "clients", "horizon": "horizon"}
 
 
@@ -193,10 +193,13 @@ def normalise(raw: dict) -> dict:
     """The definition with defaults filled in and everything checked that needs no config."""
     if not isinstance(raw, dict):
         raise SweepError(f"sweep definition must be a table/object, got {type(raw).__name__}")
+    plugins = _plugins(raw)
     names = [a for a in _list(raw, "algorithms", ["fedpne"])]
     for name in names:
-        if name not in registry.NAMES:
-            raise SweepError(f"sweep: algorithm must be one of {registry.NAMES}, got {name!r}")
+        try:
+            registry.get(name)
+        except ValueError as err:
+            raise SweepError(f"sweep: {err}") from None
     unknown = sorted(set(raw) - TOP_KEYS - set(names))
     if unknown:
         raise SweepError(f"sweep: unknown key(s) {', '.join(map(repr, unknown))}; the keys are "
@@ -228,7 +231,7 @@ def normalise(raw: dict) -> dict:
                 raise SweepError(f"sweep: the table {name!r} may hold only 'params' and 'grid', got {table!r}")
             per_algorithm[name] = {"params": _table(table, "params", f"{name}."),
                                    "grid": _grid(table, f"{name}.")}
-    return {
+    out = {
         "format": FORMAT,
         "objectives": objective_list,
         "algorithms": names,
@@ -240,6 +243,23 @@ def normalise(raw: dict) -> dict:
         "grid": _grid(raw),
         "per_algorithm": per_algorithm,
     }
+    if plugins:              # absent when empty, so definitions without plugins keep their hashes
+        out["plugins"] = plugins
+    return out
+
+
+def _plugins(raw: dict) -> list:
+    """The definition's plugins, imported now: a resumed sweep whose plugin is missing is refused here,
+    naming it, before any result is read or written."""
+    plugins = raw.get("plugins", [])
+    if not isinstance(plugins, list) or any(not isinstance(p, str) or not p.strip() for p in plugins):
+        raise SweepError(f"sweep: plugins must be a list of module names or .py files, got {plugins!r}")
+    for plugin in plugins:
+        try:
+            registry.load_plugin(plugin)
+        except registry.PluginError as err:
+            raise SweepError(f"sweep: plugins: {err}") from None
+    return list(dict.fromkeys(plugins))
 
 
 def _objective(item, heterogeneity, seed) -> dict:
@@ -250,12 +270,13 @@ def _objective(item, heterogeneity, seed) -> dict:
         raise SweepError(f"sweep: an objective is a name or a table with name and optionally dim, heterogeneity, "
                          f"seed, amplitude, instance; got {item!r}")
     name = item["name"]
-    if name not in objectives.OBJECTIVES:
-        raise SweepError(f"sweep: objective must be one of {sorted(objectives.OBJECTIVES)}, got {name!r}")
-    spec = objectives.spec(name)
+    try:
+        spec = objectives.spec(name)
+    except ValueError as err:
+        raise SweepError(f"sweep: {err}") from None
     dim = item.get("dim", spec.default_dim)
     het = item.get("heterogeneity", heterogeneity)
-    if het is not None and het not in spec.heterogeneities:
+    if het is not None and spec.heterogeneities and het not in spec.heterogeneities:
         raise SweepError(f"sweep: heterogeneity of {name!r} must be one of {spec.heterogeneities}, got {het!r}")
     out = {"name": name, "dim": dim, "heterogeneity": het, "seed": item.get("seed", seed)}
     if "amplitude" in item:
@@ -361,10 +382,14 @@ def _describe(labels: dict) -> str:
 
 
 def from_options(objectives=None, algorithms=None, clients=None, horizon=None, seeds=None, base_seed=None,
-                 params=(), grid=(), base: dict | None = None) -> dict:
+                 params=(), grid=(), base: dict | None = None, plugins=()) -> dict:
     """A definition dict from command-line lists (``params``: "key=value" strings, ``grid``:
-    "key=v1,v2,..." strings), on top of ``base`` (a file's definition) when given."""
+    "key=v1,v2,..." strings, ``plugins``: modules added to the definition's, so that a resumed sweep
+    imports them again), on top of ``base`` (a file's definition) when given."""
     raw = dict(base or {})
+    if plugins:
+        earlier = raw.get("plugins", [])
+        raw["plugins"] = list(dict.fromkeys((earlier if isinstance(earlier, list) else [earlier]) + list(plugins)))
     for key, value in [("objectives", objectives), ("algorithms", algorithms), ("clients", clients),
                        ("horizon", horizon)]:
         if value is not None:
