@@ -7,12 +7,17 @@ registered objective; write your own by constructing :class:`Objective` with pla
 real-world objectives (landmine, covid, digits; landmine-sklearn with the svm extra),
 ``BBOB_REGISTRY`` COCO's 24 noiseless BBOB functions ('bbob-f1' ... 'bbob-f24', see bbob.py) and
 ``OBJECTIVES`` all of them; ``spec(name)`` and ``default_size(name)`` give an objective's defaults.
+``register(name, factory)`` adds your own (so do installed entry points in the group
+``fedpne_jax.objectives``, loaded the first time their name is looked up): from then on it is built
+by ``make_objective`` and named in sweeps and on the command line like a built-in one.
 ``from_python`` and ``from_pyxab`` wrap NumPy functions and PyXAB objectives (evaluated on the
 host, see python.py).
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
+import inspect
 import re
 from typing import Callable
 
@@ -162,6 +167,90 @@ BBOB_REGISTRY = {
 }
 
 OBJECTIVES = {**REGISTRY, **REAL_REGISTRY, **BBOB_REGISTRY}
+ENTRY_POINT_GROUP = "fedpne_jax.objectives"
+_FACTORY_OPTIONS = ("heterogeneity", "seed", "dim", "amplitude", "instance")
+
+
+@dataclasses.dataclass(frozen=True)
+class UserSpec:
+    """An objective registered with :func:`register`: ``factory(num_clients=M, **options)`` returns an
+    :class:`Objective`.  Of make_objective's options (heterogeneity, seed, dim, amplitude, instance)
+    the factory receives those its signature names (or all, with ``**kwargs``)."""
+    factory: Callable
+    source: str = "registered"
+    default_dim: int | None = None
+    default_clients: int = 10
+    default_horizon: int = 10_000
+    default_seeds: int = 100
+    default_heterogeneity: str | None = None
+    heterogeneities: tuple = ()          # () : whatever the factory accepts
+    max_clients: int | None = None
+    fixed_dim: bool = False
+    kind: str = "user"
+
+
+def register(name: str, factory: Callable, **defaults) -> UserSpec:
+    """Register ``factory(num_clients=M, **options) -> Objective`` as objective ``name``.
+
+    ``defaults``: any of UserSpec's fields (default_clients, default_horizon, default_seeds,
+    default_dim, default_heterogeneity, heterogeneities, source).  Registering the same factory with
+    the same defaults again does nothing; another under a taken name raises ValueError naming it."""
+    if not isinstance(name, str) or not name or name != name.strip():
+        raise ValueError(f"objective name must be a non-empty string without surrounding spaces, got {name!r}")
+    if not callable(factory):
+        raise TypeError(f"objective {name!r}: factory must be callable, got {type(factory).__name__}")
+    fields = {f.name for f in dataclasses.fields(UserSpec)} - {"factory", "kind", "fixed_dim"}
+    unknown = sorted(set(defaults) - fields)
+    if unknown:
+        raise ValueError(f"objective {name!r}: unknown default(s) {', '.join(unknown)}; the defaults are "
+                         f"{', '.join(sorted(fields))}")
+    new = UserSpec(factory=factory, **defaults)
+    existing = OBJECTIVES.get(name)
+    if existing is not None:
+        if existing == new:
+            return existing
+        raise ValueError(f"objective name {name!r} is already registered"
+                         f"{'' if isinstance(existing, UserSpec) else ' (a built-in objective)'}; give yours another name")
+    OBJECTIVES[name] = new
+    return new
+
+
+def _from_entry_point(name: str) -> None:
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            try:
+                factory = ep.load()
+            except Exception as err:
+                raise ValueError(f"objective {name!r}: entry point {ep.value!r} in group {ENTRY_POINT_GROUP!r} "
+                                 f"could not be loaded: {type(err).__name__}: {err}") from err
+            if name not in OBJECTIVES:          # its module may have registered it on import
+                register(name, factory)
+            return
+
+
+def _make_user(name: str, s: UserSpec, num_clients: int, options: dict) -> Objective:
+    try:
+        params = inspect.signature(s.factory).parameters
+    except (TypeError, ValueError):                 # a callable without a signature: give it everything
+        params = None
+    open_kwargs = params is None or any(p.kind == p.VAR_KEYWORD for p in params.values())
+    given = {}
+    for key, value in options.items():
+        if open_kwargs or key in params:
+            given[key] = value
+        elif value is not None and not (key == "seed" and value == 0):
+            raise ValueError(f"objective {name!r} takes no {key} (its factory's parameters are "
+                             f"{', '.join(params)})")
+    if s.default_dim is not None and given.get("dim", 0) is None:
+        given["dim"] = s.default_dim
+    objective = s.factory(num_clients=num_clients, **given)
+    if not isinstance(objective, Objective):
+        raise TypeError(f"objective {name!r}: its factory returned {type(objective).__name__}, not an "
+                        f"objectives.Objective")
+    if objective.num_clients != num_clients:
+        raise ValueError(f"objective {name!r}: its factory built {objective.num_clients} clients, "
+                         f"asked for num_clients={num_clients}")
+    return objective
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +263,9 @@ class Homogeneous:
 
 
 def spec(name: str):
-    """The registry entry of ``name`` (synthetic, real or BBOB)."""
+    """The registry entry of ``name`` (synthetic, real, BBOB, or registered from outside)."""
+    if isinstance(name, str) and name not in OBJECTIVES:
+        _from_entry_point(name)
     if name not in OBJECTIVES:
         number = re.fullmatch(r"bbob-f(\d+)", name) if isinstance(name, str) else None
         if number:
@@ -182,8 +273,9 @@ def spec(name: str):
             hint = f"write it as 'bbob-f{k}'" if 1 <= k <= bbob.NUM_FUNCTIONS else f"got function number {k}"
             raise ValueError(f"objective {name!r}: the BBOB function number must be 1 to {bbob.NUM_FUNCTIONS} "
                              f"('bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}'); {hint}")
-        raise ValueError(f"objective must be one of {sorted({**REGISTRY, **REAL_REGISTRY})} or 'bbob-f1' ... "
-                         f"'bbob-f{bbob.NUM_FUNCTIONS}', got {name!r}")
+        named = sorted(n for n in OBJECTIVES if n not in BBOB_REGISTRY)
+        raise ValueError(f"objective must be one of {named} or 'bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}' (or one "
+                         f"registered with objectives.register or an installed plugin), got {name!r}")
     return OBJECTIVES[name]
 
 
@@ -233,6 +325,9 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
     if not is_int(seed) or not 0 <= seed <= 2**31 - 1:
         raise ValueError(f"seed must be an int in [0, 2^31 - 1], got {seed!r}")
     num_clients, seed = int(num_clients), int(seed)
+    if s.kind == "user":
+        return _make_user(name, s, num_clients, dict(heterogeneity=heterogeneity, seed=seed, dim=dim,
+                                                     amplitude=amplitude, instance=instance))
     if instance is not None and s.kind != "bbob":
         raise ValueError(f"instance applies to the BBOB objectives ('bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}') "
                          f"only, not to objective {name!r}")
@@ -299,7 +394,7 @@ def _make_bbob(name, s: BBOBSpec, num_clients, heterogeneity, key, dim, amplitud
                      global_fn=global_fn, local_fn=local_fn, data=data)
 
 
-__all__ = ["Objective", "make_objective", "spec", "default_size", "default_seeds", "default_heterogeneity", "REGISTRY",
+__all__ = ["Objective", "make_objective", "register", "UserSpec", "spec", "default_size", "default_seeds", "default_heterogeneity", "REGISTRY",
            "REAL_REGISTRY", "BBOB_REGISTRY", "OBJECTIVES", "HETEROGENEITIES", "REAL_HETEROGENEITIES",
            "DEFAULT_AMPLITUDE", "client_shifts", "fourier_perturbation", "from_python", "from_pyxab",
            "PythonObjectiveError"]
