@@ -119,3 +119,12 @@ def test_the_checker_sees_a_cycle():
     assert _cycles(edges) == [["p", "p.a", "p.b"]]
     with pytest.raises(AssertionError):
         assert _cycles(edges) == []
+
+
+def test_core_imports_no_algorithm():
+    """The registry sits below the algorithms, which register themselves: no module of core/ imports
+    (directly) a module of algorithms/."""
+    edges, _ = _graph()
+    upward = sorted(f"{m} -> {t}" for m, targets in edges.items() if m.startswith("fedpne_jax.core")
+                    for t in targets if t.startswith("fedpne_jax.algorithms"))
+    assert upward == []
