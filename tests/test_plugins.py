@@ -133,6 +133,7 @@ def test_command_line_plugin(plugins, tmp_path, capsys):
     assert rc == 0
     data = json.loads(out.read_text())
     assert data["algorithm"] == "random-search" and len(data["per_seed"]["final_regret"]) == 3
+    assert data["style"] == {"label": "Random search", "colour": "#17becf", "marker": "v"}
     assert "Random search on paraboloid" in capsys.readouterr().out
     assert main(["run", "--plugin", "no_such_fedpne_plugin", "--horizon", "10"]) == 2
     assert "--plugin: plugin 'no_such_fedpne_plugin' could not be imported" in capsys.readouterr().err

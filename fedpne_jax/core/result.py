@@ -40,6 +40,9 @@ class RunResult:
     metrics: dict                # name -> (S, ...) array
     compile_seconds: float
     run_seconds: float
+    # label, colour and marker, kept with the numbers: a result file names its algorithm's style even
+    # where that algorithm (a plugin) is not installed
+    style: dict | None = None
 
     def __getattr__(self, name):
         metrics = self.__dict__.get("metrics") or {}
@@ -56,7 +59,13 @@ class RunResult:
                    base_seed=int(base_seed), checkpoints=np.asarray(checkpoint_rounds, np.int64),
                    curves=np.asarray(curves, np.float64), final_regret=np.asarray(final_regret, np.float64),
                    metrics={k: np.asarray(v) for k, v in metrics.items()},
-                   compile_seconds=float(compile_seconds), run_seconds=float(run_seconds))
+                   compile_seconds=float(compile_seconds), run_seconds=float(run_seconds),
+                   style=_style(algorithm))
+
+    @property
+    def label(self) -> str:
+        """The algorithm's label in summaries and plots ("Fed-PNE (DP)" for dp-fedpne)."""
+        return (self.style or {}).get("label") or registry.label(self.algorithm)
 
     @property
     def capacity(self):
@@ -91,7 +100,7 @@ class RunResult:
         c = self.config
         clients = f"M={c['num_clients']} " if "num_clients" in c else ""
         kind = "per-client regret R(T)/M" if "num_clients" in c else "regret R(T)"
-        lines = [f"{registry.label(self.algorithm)} on {self.objective}: {clients}T={c['horizon']} seeds={self.num_seeds} "
+        lines = [f"{self.label} on {self.objective}: {clients}T={c['horizon']} seeds={self.num_seeds} "
                  f"device={device_name()}",
                  f"  final {kind}: {f.mean():.6g} ± {std} (mean ± std over seeds)"]
         m = self.metrics
@@ -111,6 +120,7 @@ class RunResult:
         per_seed["curves"] = self.curves.tolist()
         return {
             "algorithm": self.algorithm,
+            "style": self.style,
             "config": self.config,
             "versions": versions(),
             "device": device_name(),
@@ -129,6 +139,11 @@ class RunResult:
         holds either its old content or the whole new file, and no temporary file is left behind."""
         text = json.dumps(self.to_dict(), indent=1).encode()
         write_atomic(os.fspath(path), lambda fh: fh.write(text))
+
+
+def _style(result_name: str) -> dict | None:
+    s = registry.style(result_name)
+    return None if s is None else {"label": s.label, "colour": s.colour, "marker": s.marker}
 
 
 def versions() -> dict:
