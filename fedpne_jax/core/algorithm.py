@@ -40,37 +40,45 @@ class Outputs(Protocol):
     """What ``run_single`` returns for one run: a NamedTuple with at least these fields (and the
     algorithm's ``metrics``)."""
 
-    curve: jax.Array             # (C,) regret at the config's checkpoint rounds
-    final_regret: jax.Array      # ()
-    flags: jax.Array             # () int32, fedpne_jax.core.errors.FLAG_* bits
+    @property
+    def curve(self) -> jax.Array: ...            # (C,) regret at the config's checkpoint rounds
 
+    @property
+    def final_regret(self) -> jax.Array: ...     # ()
+
+    @property
+    def flags(self) -> jax.Array: ...            # () int32, fedpne_jax.core.errors.FLAG_* bits
+
+
+# The hooks' parameters are positional-only: the package always passes them by position, so an
+# algorithm may name them as it likes.
 
 class MakeStatic(Protocol):
-    def __call__(self, config: Any, objective: Any, tables: Any = None) -> Hashable: ...
+    def __call__(self, config: Any, objective: Any, tables: Any, /) -> Hashable: ...
 
 
 class MakeParams(Protocol):
-    def __call__(self, config: Any, tables: Any = None) -> Any: ...
+    def __call__(self, config: Any, tables: Any, /) -> Any: ...
 
 
 class RunSingle(Protocol):
-    def __call__(self, static: Any, params: Any, objective: Any, key: jax.Array) -> Outputs: ...
+    def __call__(self, static: Any, params: Any, objective: Any, key: Any, /) -> Outputs: ...
 
 
 class Check(Protocol):
-    def __call__(self, config: Any, objective: Any) -> None: ...
+    def __call__(self, config: Any, objective: Any, /) -> None: ...
 
 
 class Tables(Protocol):
-    def __call__(self, configs: Sequence[Any]) -> Any: ...
+    def __call__(self, configs: Sequence[Any], /) -> Any: ...
 
 
 class Grow(Protocol):
-    def __call__(self, tables: Any, failed: Any, allowed: bool, seeds: Any) -> Any: ...
+    def __call__(self, tables: Any, failed: Any, allowed: bool, seeds: Any, /) -> Any: ...
 
 
 class Report(Protocol):
-    def __call__(self, config: Any, tables: Any, outputs: Any) -> tuple[str, dict, dict]: ...
+    def __call__(self, config: Any, tables: Any, outputs: Any, /) -> tuple[str, dict, dict]: ...
 
 
 @dataclasses.dataclass(frozen=True)
