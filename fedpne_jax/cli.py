@@ -170,7 +170,8 @@ def _plot_parser(sub):
     p = sub.add_parser("plot", help="regret curves of run results (--output JSON) and sweep folders, one axes",
                        formatter_class=_Defaults)
     p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
-    p.add_argument("--out", default="regret.png", help="PNG file to write")
+    p.add_argument("--out", default="regret.png",
+                   help="file to write: PNG, or the format its extension names (.pdf, .svg)")
     p.add_argument("--title", default=None)
     p.add_argument("--band", default="std", choices=("std", "stderr"), help="shaded band: ±1 std or ±1 s.e.")
     p.add_argument("--logx", action="store_true", help="log x-axis")

@@ -31,6 +31,9 @@ NOISE = "gaussian:0.1"
 HCT = {"expand": "pyxab", "nu": 1.0, "rho": 0.75}      # App. E: PyXAB's HCT with nu1 = 1, rho = 0.75
 COMPARED = ("fedpne", "hct", "kernelts", "fed1ucb", "fnucb")     # Fig. 3's algorithms, in its legend order
 REGRET_AXIS = "cumulative regret"      # per client for federated algorithms: the figure titles say so
+# Figure widths of a two-column paper, in inches: a figure* across the page, or one column.
+FULL_WIDTH = 7.0
+COLUMN_WIDTH = 3.4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +61,8 @@ class Study:
         raw = {"objectives": list(self.objectives), "algorithms": list(self.algorithms),
                "clients": list(size.clients), "horizon": list(size.horizon),
                "seeds": size.seeds if seeds is None else seeds,
-               "params": {"noise": NOISE, "checkpoints": 20 if quick else 50}}
+               # A run's checkpoints are distinct rounds: never more than the shortest horizon has.
+               "params": {"noise": NOISE, "checkpoints": min(20 if quick else 50, min(size.horizon))}}
         for name in self.algorithms:
             table = {}
             if self.params.get(name):
@@ -391,7 +395,8 @@ class Figure:
     panels: Callable              # {study name: SweepResults} -> list of panel dicts
     columns: int = 4
     paper: str = ""               # where the paper shows it ("" for new studies)
-    panel_width: float = 4.0      # inches
+    width: float = FULL_WIDTH     # inches; the height is row_height per row plus the title and legend
+    row_height: float = 2.1       # inches
 
 
 FIGURES = {f.name: f for f in [
@@ -405,7 +410,8 @@ FIGURES = {f.name: f for f in [
     Figure("arms", "Fed1-UCB with K grid arms (per-client regret, mean ± 1 std)", ("arms",), _arms, columns=2,
            paper="App. E, Fed1-UCB with K arms"),
     Figure("clients", "Fed-PNE's per-client regret for several numbers of clients M (mean ± 1 std)",
-           ("clients-synthetic", "clients-landmine", "clients-covid"), _clients, paper="App. E, benefit of many clients"),
+           ("clients-synthetic", "clients-landmine", "clients-covid"), _clients, columns=2,
+           paper="App. E, benefit of many clients"),
     Figure("communication", "Fed-PNE's communication: rounds (top) and uploaded values per client (bottom) "
                             "vs T (mean ± 1 std)",
            ("horizons-synthetic", "horizons-landmine", "horizons-covid"), _communication,
@@ -421,7 +427,7 @@ FIGURES = {f.name: f for f in [
     Figure("bbob", "COCO's BBOB functions (instance 1, [-5, 5]^D, regret = precision f - f_opt; per client for the "
                    "federated algorithms; mean ± 1 std)", ("bbob",), _bbob, columns=4),
     Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ", ("sensitivity",), _sensitivity, columns=1,
-           panel_width=6.5),
+           width=COLUMN_WIDTH, row_height=2.8),
 ]}
 NAMES = tuple(FIGURES)
 
@@ -444,7 +450,7 @@ def build(name: str, results: dict) -> dict:
         for i, panel in enumerate(panels):
             panel["title"] = f"({'abcdefghijklmnopqrstuvwxyz'[i]}) {panel['title']}"
     return {"schema": SCHEMA, "figure": name, "title": figure.title, "paper": figure.paper, "columns": figure.columns,
-            "panel_width": figure.panel_width, "panels": panels,
+            "width": figure.width, "row_height": figure.row_height, "panels": panels,
             "studies": {s: {"path": results[s].path, "hash": results[s].hash, "definition": results[s].definition}
                         for s in figure.studies}}
 
