@@ -45,8 +45,9 @@ INTERRUPTED = {
 FALLBACK = "fedpne-result-{stamp}.json"     # where a finished run goes when --output cannot be written
 
 
-class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows an option's default unless it is None ("not given"), whose meaning its help states."""
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Shows an option's default unless it is None ("not given"), whose meaning its help states; the
+    description and examples keep their line breaks."""
 
     def _get_help_string(self, action):
         return action.help if action.default is None else super()._get_help_string(action)
@@ -54,7 +55,14 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
 
 def _run_parser(sub):
     p = sub.add_parser("run", help="run an algorithm (Fed-PNE by default) for a batch of seeds",
-                       formatter_class=_Defaults)
+                       formatter_class=_Defaults,
+                       description="Run one algorithm on one objective for a batch of seeds in one compiled call,\n"
+                                   "print the final regret (mean and std over seeds) and timings, and optionally\n"
+                                   "write the per-seed results as JSON.",
+                       epilog="examples:\n  fedpne run                                   # Fed-PNE on Garland, "
+                              "M = 10, T = 10^4, 100 seeds\n  fedpne run --algorithm hct --objective bbob-f7 --dim 5 "
+                              "--seeds 50 --output hct.json\n  fedpne run --algorithm gpucb --help-params    "
+                              "# the parameters --set can change")
     p.add_argument("--algorithm", default="fedpne",
                    help=f"a registered algorithm: {', '.join(registry.NAMES)} (and those --plugin registers)")
     p.add_argument("--objective", default="garland", help="a registered objective, e.g. garland, doublesine, "
@@ -68,7 +76,8 @@ def _run_parser(sub):
     p.add_argument("--seeds", type=int, default=None, help="number of runs (seed indices 0..S-1; default: the "
                    "objective's, 100 for synthetic ones)")
     p.add_argument("--seed", type=int, default=0, help="base seed: seed i uses fold_in(key(seed), i)")
-    p.add_argument("--nu", type=float, default=None, help="Fed-PNE: 1")
+    p.add_argument("--nu", type=float, default=None,
+                   help="smoothness constant nu (the node's width bound nu rho^h); Fed-PNE: 1")
     p.add_argument("--rho", type=float, default=None, help="Fed-PNE: 0.5")
     p.add_argument("--c", type=float, default=None, help="Fed-PNE: 0.1 (x sqrt(1 + 4 sigma_dp^2) under DP)")
     p.add_argument("--c1", type=float, default=None, help="Fed-PNE: 1")
@@ -82,11 +91,14 @@ def _run_parser(sub):
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any other parameter of the algorithm's config (repeatable), e.g. --set kappa=10")
     p.add_argument("--heterogeneity", default=None,
-                   help="none or shift (default: shift, or none with bernoulli noise, whose values must stay in [0, 1])")
+                   help="synthetic and BBOB objectives: none, shift or fourier (BBOB also instances); real ones: "
+                        "intrinsic or none (default: the objective's; none with bernoulli noise on synthetic ones)")
     p.add_argument("--objective-seed", type=int, default=0, help="key of the client heterogeneity")
     p.add_argument("--amplitude", type=float, default=None, help="strength of the 'fourier' heterogeneity")
-    p.add_argument("--dp-epsilon", type=float, default=None)
-    p.add_argument("--dp-delta", type=float, default=None)
+    p.add_argument("--dp-epsilon", type=float, default=None, help="DP-Fed-PNE's privacy budget epsilon (off)")
+    p.add_argument("--dp-delta", type=float, default=None, help="DP-Fed-PNE's delta (with --dp-epsilon)")
+    p.add_argument("--help-params", action="store_true",
+                   help="list the parameters of --algorithm (what --set takes) with their defaults, and exit")
     p.add_argument("--checkpoints", type=int, default=None,
                    help=f"regret checkpoints, evenly spaced, the last at T (default: {DEFAULT_CHECKPOINTS})")
     p.add_argument("--capacity", type=int, default=None, help="initial node-table capacity (default: from config)")
@@ -110,14 +122,14 @@ def _device_options(p):
     g.add_argument("--distributed", action="store_true",
                    help="call jax.distributed.initialize() first (arguments below, or detected from SLURM/MPI)")
     g.add_argument("--coordinator", default=None, help="HOST:PORT of process 0")
-    g.add_argument("--num-processes", type=int, default=None)
-    g.add_argument("--process-id", type=int, default=None)
+    g.add_argument("--num-processes", type=int, default=None, help="how many processes take part")
+    g.add_argument("--process-id", type=int, default=None, help="this process's index, 0 .. num-processes - 1")
 
 
 def _sweep_parser(sub):
     p = sub.add_parser("sweep", help="run a sweep (objectives x algorithms x M x T x grid x seeds) into a folder",
                        formatter_class=_Defaults,
-                       description="Run a sweep described by a TOML/JSON file (see fedpne_jax.sweep) and/or the "
+                       description="Run a sweep described by a TOML/JSON file (see fedpne_jax.experiments.sweep) and/or the "
                                    "options below into a results folder; rerunning finishes an interrupted sweep.")
     p.add_argument("file", nargs="?", default=None, help="sweep definition (.toml or .json)")
     p.add_argument("--out", required=True, help="results folder (created; a rerun resumes it)")
@@ -145,7 +157,7 @@ def _sweep_parser(sub):
 
 
 def _reproduce_parser(sub):
-    lines = [f"  {name:14s} {f.paper or 'new'}: {f.title}" for name, f in figures.FIGURES.items()]
+    lines = [f"  {name:14s} {f.paper or 'new'}: {' '.join(f.title.split())}" for name, f in figures.FIGURES.items()]
     p = sub.add_parser("reproduce", help="run the sweeps of a figure of the paper (or a new study) and plot it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Run the sweeps a figure needs (resumable: a rerun finishes them), then write "
@@ -172,7 +184,7 @@ def _plot_parser(sub):
     p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
     p.add_argument("--out", default="regret.png",
                    help="file to write: PNG, or the format its extension names (.pdf, .svg)")
-    p.add_argument("--title", default=None)
+    p.add_argument("--title", default=None, help="the figure's title (none by default)")
     p.add_argument("--band", default="std", choices=("std", "stderr"), help="shaded band: ±1 std or ±1 s.e.")
     p.add_argument("--logx", action="store_true", help="log x-axis")
     p.add_argument("--logy", action="store_true", help="log y-axis")
@@ -288,6 +300,11 @@ def cmd_run(args) -> int:
     if args.output is not None:
         check_output_file("--output", args.output)
     algorithm = registry.get(args.algorithm)
+    if args.help_params:
+        print(describe_params(algorithm))
+        return 0
+    if not 0 <= args.objective_seed <= 2**31 - 1:
+        raise ValueError(f"--objective-seed must be an integer in [0, 2^31 - 1], got {args.objective_seed}")
     if args.no_grow and not algorithm.grows:
         raise ValueError(f"--no-grow: algorithm {args.algorithm!r} has no table that grows (its tables have a "
                          f"fixed size)")
@@ -319,6 +336,16 @@ def cmd_run(args) -> int:
             return keep_result(result, args.output, err)
         print(f"  wrote {args.output}")
     return 0
+
+
+def describe_params(algorithm) -> str:
+    """The parameters of ``algorithm``'s config with their defaults: what ``--set KEY=VALUE`` takes."""
+    lines = [f"parameters of {algorithm.name!r} (set with --set KEY=VALUE, or the options of the same name):"]
+    for f in dataclasses.fields(algorithm.config_type):
+        default = f.default if f.default is not dataclasses.MISSING else "(required)"
+        lines.append(f"  {f.name:<16} {default!r}")
+    doc = (algorithm.config_type.__doc__ or "").strip()
+    return "\n".join(lines + ([f"\n{doc}"] if doc else []))
 
 
 def keep_result(result, path: str, err: OSError) -> int:
@@ -379,6 +406,9 @@ def _devices(spec: str):
 
 def cmd_sweep(args) -> int:
     check_output_folder("--out", args.out)
+    if args.file is None and args.objectives is None:
+        raise ValueError("sweep: give a sweep file (TOML or JSON) or at least --objectives; nothing would be "
+                         "swept but the defaults (garland, fedpne, 100 seeds)")
     base = sweep_lib.read(args.file) if args.file else None
     raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,

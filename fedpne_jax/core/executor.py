@@ -4,7 +4,7 @@ An algorithm provides ``run_single(static, params, objective, key) -> outputs`` 
 one run).  ``execute`` vmaps it over seed keys, compiles it ahead of time once per (function, static,
 argument shapes, devices) and runs it under the precision's x64 setting.  Seed i uses the key
 fold_in(key(base_seed), i), so its numbers do not depend on which or how many seeds run beside it,
-nor on the devices they run on (see :mod:`fedpne_jax.sharding`).
+nor on the devices they run on (see :mod:`fedpne_jax.core.sharding`).
 
 Grids: with ``grid_index`` the params carry a leading grid axis and run j uses grid point
 ``grid_index[j]``; the runs of every grid point then share one compiled program, because
@@ -134,7 +134,7 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
     """(outputs as numpy with a leading seed axis, compile seconds, run seconds).
 
     ``grid_index``: per run, the grid point of the stacked ``params`` it uses.  ``devices``: a spec
-    for :func:`fedpne_jax.sharding.select_devices` (default: the process default, all devices).
+    for :func:`fedpne_jax.core.sharding.select_devices` (default: the process default, all devices).
     ``pad_to``: compute at least this many runs (the extra ones repeat the last run and are dropped),
     so that calls of different sizes share one compiled program.
     """
@@ -164,6 +164,19 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
 
 
 DEFAULT_MEMORY_GB = 2.0     # per device, for one call's XLA buffers (the sweeps' default as well)
+
+
+def format_bytes(n: float) -> str:
+    """A byte count in the largest unit that keeps it >= 1 (bytes, KiB, MiB, GiB, TiB), 3 significant
+    digits: 2 GiB prints as "2 GiB", not "2.05e+03 MiB", and one byte as "1 byte", not "0.00 MiB"."""
+    n = float(n)
+    if n < 1024:
+        return f"{n:.0f} byte{'s' if n != 1 else ''}"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024.0
+        if n < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}"
+    raise AssertionError("unreachable")
 
 
 def memory(run_single, static, params, objective, seeds: int, *, grid: bool = False, devices=None):

@@ -9,7 +9,7 @@ program that fits is the one the calls then use).  ``--chunk-runs`` sets R direc
 padded to R runs, so a group compiles once however many calls it takes.  A configuration's S seeds
 are cut into equal chunks of at most R seeds at fixed positions, a call packs as many chunks as fit,
 and the calls are balanced (the fewest calls, then the smallest R), so padding wastes little.  Each
-call's chunks are written as soon as it finishes (see :mod:`fedpne_jax.store`); a rerun skips the
+call's chunks are written as soon as it finishes (see :mod:`fedpne_jax.experiments.store`); a rerun skips the
 finished ones and fills only the gaps.
 
 Chunk boundaries never change a number: seed i's key is fold_in(key(base_seed), i) wherever it runs.
@@ -65,7 +65,8 @@ class Report:
         return (f"sweep {self.path}: {self.configs} configurations, {self.runs} runs; {self.runs_before} were done"
                 f"{rejected}, {self.runs_computed} computed in {self.calls} call(s) ({self.chunks_written} chunks, "
                 f"{self.compilations} compilation(s)) in {self.seconds:.1f} s, {self.runs_per_second:,.0f} runs/s; "
-                f"largest program {peak / 2**20:.3g} MiB per device (budget {self.budget_bytes / 2**20:.3g} MiB)")
+                f"largest program {driver.format_bytes(peak)} per device (budget "
+                f"{driver.format_bytes(self.budget_bytes)})")
 
 
 def missing(covered: list[tuple[int, int]], total: int) -> list[tuple[int, int]]:
@@ -140,8 +141,8 @@ def call_size(name, configs, objective, entries, gaps, S: int, budget: int, devi
                               plan=plan_runs)
     calls = planned["calls"]
     if need > budget:
-        print(f"fedpne: warning: {R // n} run(s) per device need {need / 2**20:.2f} MiB, above the memory budget "
-              f"of {budget / 2**20:.2f} MiB", file=sys.stderr)
+        print(f"fedpne: warning: {R // n} run(s) per device need {driver.format_bytes(need)}, above the memory "
+              f"budget of {driver.format_bytes(budget)}", file=sys.stderr)
     return R, calls, need
 
 
@@ -190,9 +191,9 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
               label: str = "sweep") -> Report:
     """Run (or finish) a sweep into the folder ``out``.
 
-    ``definition``: a dict, a TOML/JSON path or a :class:`fedpne_jax.sweep.Sweep`.  ``memory_gb``: the
+    ``definition``: a dict, a TOML/JSON path or a :class:`fedpne_jax.experiments.sweep.Sweep`.  ``memory_gb``: the
     budget for one call's XLA buffers per device (default 2).  ``chunk_runs``: runs per call, instead
-    of sizing calls from the budget.  ``devices``: see :func:`fedpne_jax.sharding.select_devices`.
+    of sizing calls from the budget.  ``devices``: see :func:`fedpne_jax.core.sharding.select_devices`.
     ``overwrite``: discard the results of another definition in ``out`` instead of refusing.
     ``repair``: rebuild index.json from the chunk files even if it looks sound (a missing or damaged
     index is rebuilt anyway; listed chunks are always verified, bad ones named on stderr and computed

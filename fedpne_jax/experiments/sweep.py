@@ -398,12 +398,19 @@ def from_options(objectives=None, algorithms=None, clients=None, horizon=None, s
         raw["seeds"] = seeds
     if base_seed is not None:
         raw["base_seed"] = base_seed
-    for item in params:
-        key, value = _key_value(item, "--param")
-        raw.setdefault("params", {})[key] = _parse(value)
-    for item in grid:
-        key, value = _key_value(item, "--grid")
-        raw.setdefault("grid", {})[key] = [_parse(v) for v in value.split(",")]
+    # A key given twice, or both fixed and swept, is refused rather than letting the last one win.
+    given: dict = {}
+    for option, items in (("--param", params), ("--grid", grid)):
+        for item in items:
+            key, value = _key_value(item, option)
+            if key in given:
+                raise SweepError(f"{given[key]} and {option} {item} both set {key}; give it once (a fixed value "
+                                 f"with --param, or the values to sweep with --grid)")
+            given[key] = f"{option} {item}"
+            if option == "--param":
+                raw.setdefault("params", {})[key] = _parse(value)
+            else:
+                raw.setdefault("grid", {})[key] = [_parse(v) for v in value.split(",")]
     return raw
 
 

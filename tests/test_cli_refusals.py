@@ -1,0 +1,42 @@
+"""Command-line input that used to be merged, defaulted or reported misleadingly is refused with a
+message naming the options involved (exit status 2), and byte counts print in readable units."""
+import pytest
+
+from fedpne_jax.cli import main
+from fedpne_jax.core.executor import format_bytes
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--grid", "c=0.1,0.2", "--grid", "c=0.3"], "--grid c=0.1,0.2 and --grid c=0.3 both set c"),
+    (["--param", "c=0.1", "--grid", "c=0.2,0.3"], "--param c=0.1 and --grid c=0.2,0.3 both set c"),
+    (["--param", "rho=0.5", "--param", "rho=0.7"], "--param rho=0.5 and --param rho=0.7 both set rho"),
+])
+def test_sweep_refuses_a_key_given_twice(tmp_path, capsys, args, message):
+    assert main(["sweep", "--out", str(tmp_path / "s"), "--objectives", "garland", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_sweep_without_a_file_or_objectives_is_refused(tmp_path, capsys):
+    assert main(["sweep", "--out", str(tmp_path / "s")]) == 2
+    assert "give a sweep file (TOML or JSON) or at least --objectives" in capsys.readouterr().err
+
+
+def test_objective_seed_is_named(capsys):
+    assert main(["run", "--objective-seed", "-1", "--horizon", "10"]) == 2
+    assert "--objective-seed must be an integer in [0, 2^31 - 1], got -1" in capsys.readouterr().err
+
+
+def test_help_params_lists_the_algorithm_fields(capsys):
+    assert main(["run", "--algorithm", "gpucb", "--help-params"]) == 0
+    out = capsys.readouterr().out
+    for field in ("horizon", "lengthscale", "lam", "delta"):
+        assert f"\n  {field} " in out
+
+
+def test_byte_counts_print_in_readable_units():
+    assert format_bytes(2 * 2**30) == "2 GiB"             # was "2.05e+03 MiB"
+    assert format_bytes(int(1e-9 * 2**30)) == "1 byte"     # --memory-gb 1e-9: was "0.00 MiB"
+    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(3 * 2**40) == "3 TiB" and format_bytes(0) == "0 bytes"
