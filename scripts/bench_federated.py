@@ -7,7 +7,7 @@ arms).  ``rows(quick)`` returns the rows (scripts/bench.py imports it); ``second
 only (best of the repeats), compile time is reported apart.  pulls/s counts every client's pulls,
 seeds x T x M per second.
 
-* Fed1-UCB at 1, 100 and 1,000 seeds (T = 10^4), against tests/reference_fed1ucb.py (one run at a
+* Fed1-UCB at 1, 100 and 1,000 seeds (T = 10^4), against tests/support/reference_fed1ucb.py (one run at a
   time, every reward drawn).
 * FN-UCB rounds/s against T at 1 and 100 seeds; the reference is the explicit NumPy FN-UCB of
   tests/test_fnucb.py (per client, a V inverse per round, histories as lists; the public code's

@@ -6,7 +6,7 @@ Garland, gaussian:0.1 noise, default parameters (K = 100 candidates).  A "pull" 
 one per round for the centralized algorithms, M per round for BBO (M = 10).  The JAX rows time one
 compiled call for all seeds (compile excluded, best of ``repeats``); the horizon is data, so the
 rows of one algorithm and seed count share one program.  The reference rows run
-tests/reference_gp.py (float64, a fresh (K_t + lam I)^{-1} every round, O(t^3) per round, one run)
+tests/support/reference_gp.py (float64, a fresh (K_t + lam I)^{-1} every round, O(t^3) per round, one run)
 on the same candidates.  Its runs are timed in full up to 100 pulls; beyond (a T = 1,000 GP-UCB run
 takes minutes, T = 10,000 would take days) its rate is extrapolated from one timed pick at history
 n = T pulls, as n / sum_t c (t/n)^3 = 4 / c pulls/s (marked "extrapolated").  A round's cost

@@ -1,4 +1,4 @@
-"""Fed1-UCB: noise-free runs equal the NumPy reference (tests/reference_fed1ucb.py) round by round,
+"""Fed1-UCB: noise-free runs equal the NumPy reference (tests/support/reference_fed1ucb.py) round by round,
 noisy runs (Gaussian: exact mean sampling; uniform: every pull) agree with it in distribution
 (two-sample z tests over 200 seeds, |z| < 4), a seed alone equals the same seed in a batch, regret
 per round falls on Garland, and bad input is refused."""

@@ -1,4 +1,4 @@
-"""KernelTS, GP-UCB, BO and BBO against the NumPy references of tests/reference_gp.py (fresh matrix
+"""KernelTS, GP-UCB, BO and BBO against the NumPy references of tests/support/reference_gp.py (fresh matrix
 inverse every round), reproducibility, sublinear regret and input validation.
 
 Each algorithm compiles two programs (a batch of SEEDS and a single seed); horizon and noise scale

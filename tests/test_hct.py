@@ -1,4 +1,4 @@
-"""HCT (fedpne_jax.baselines.hct) against the NumPy reference (tests/reference_hct.py): the same pulled
+"""HCT (fedpne_jax.algorithms.trees.hct) against the NumPy reference (tests/support/reference_hct.py): the same pulled
 points without noise, the same regret statistically with noise; a seed alone equals the seed in a
 batch; invalid parameters are refused; regret grows sublinearly.
 

@@ -1,4 +1,4 @@
-"""T-HOO (fedpne_jax.baselines.hoo) against the NumPy reference (tests/reference_hoo.py): the same
+"""T-HOO (fedpne_jax.algorithms.trees.hoo) against the NumPy reference (tests/support/reference_hoo.py): the same
 pulled points without noise, the same regret statistically with noise; a seed alone equals the seed
 in a batch; invalid parameters are refused; regret grows sublinearly.
 

@@ -70,7 +70,7 @@ def _ordered(devices) -> tuple:
 
 def set_default_devices(spec) -> None:
     """The devices that runs use when they are not given any (initially ``"all"``); every algorithm's
-    runs go through :mod:`fedpne_jax.driver`, so this shards baselines as well."""
+    runs go through :mod:`fedpne_jax.core.executor`, so this shards baselines as well."""
     select_devices(spec)     # refuse a bad spec now rather than at the next run
     _DEFAULT[0] = spec
 

@@ -1,10 +1,10 @@
 """The paper's figures and the new studies, as sweeps plus the numbers each figure shows.
 
-A *study* is one sweep definition (:mod:`fedpne_jax.sweep`) in two sizes: ``full`` (the paper's
+A *study* is one sweep definition (:mod:`fedpne_jax.experiments.sweep`) in two sizes: ``full`` (the paper's
 setting, hundreds of seeds where a run is cheap) and ``quick`` (small T, few seeds: every figure in
 minutes on a laptop, for smoke tests).  A *figure* names the studies it reads and turns their results
-into panels of series (:func:`build`): plain data (JSON/CSV next to the PNG, :mod:`fedpne_jax.plot`
-draws it, :mod:`fedpne_jax.summary` judges the paper's claims from it).  Studies shared by figures
+into panels of series (:func:`build`): plain data (JSON/CSV next to the PNG, :mod:`fedpne_jax.paper.plot`
+draws it, :mod:`fedpne_jax.paper.summary` judges the paper's claims from it).  Studies shared by figures
 (Fig. 3 and Fig. 6 read the same synthetic comparison) run once.
 
 Settings the paper does not state are chosen here and written into every figure's JSON (the sweep
@@ -47,7 +47,7 @@ class Size:
 @dataclasses.dataclass(frozen=True)
 class Study:
     name: str
-    objectives: tuple             # names or objective tables (see fedpne_jax.sweep)
+    objectives: tuple             # names or objective tables (see fedpne_jax.experiments.sweep)
     algorithms: tuple
     full: Size
     quick: Size

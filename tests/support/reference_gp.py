@@ -1,5 +1,5 @@
 """Plain NumPy references of the GP baselines (KernelTS, GP-UCB, BO, BBO), written from the papers'
-formulas and sharing no code with fedpne_jax.baselines: float64, one run at a time, and the
+formulas and sharing no code with fedpne_jax.algorithms: float64, one run at a time, and the
 posterior recomputed from the whole history with a fresh matrix inverse every round (O(t^3)),
 
     mu_t(x) = k_t(x)^T (K_t + lam I)^{-1} y_t,   sigma_t^2(x) = k(x, x) - k_t(x)^T (K_t + lam I)^{-1} k_t(x).
@@ -9,7 +9,7 @@ The information gain is computed as (1/2) ln det(I + K_t / lam) (not as a runnin
 A test hands in what belongs to the problem instance or to the run's random stream: the candidates
 (unit-box coordinates and objective values), and, for KernelTS and BO, the run's standard-normal
 draws and initial random indices (functions of the round).  They are rebuilt here from the run's
-stream as fedpne_jax.baselines.gp states it (Threefry-2x32 in counter mode, Salmon et al. 2011, the
+stream as fedpne_jax.algorithms.gp.gp states it (Threefry-2x32 in counter mode, Salmon et al. 2011, the
 block cipher jax.random uses), so a test needs no compiled JAX program for them.  Observation noise,
 when asked for, is Gaussian and drawn here with NumPy.
 """

@@ -1,5 +1,5 @@
 """An independent, plain NumPy/Python HCT (Azar, Lazaric and Brunskill 2014) with PyXAB's rules, one
-run at a time: the oracle of fedpne_jax.baselines.hct.  It shares no code with it: nodes are Python
+run at a time: the oracle of fedpne_jax.algorithms.trees.hct.  It shares no code with it: nodes are Python
 objects holding float64 boxes, thresholds are recomputed from the formulas every round, and by
 default B is recomputed over the whole tree after every update, as PyXAB does (the JAX code updates
 only the changed path; ``full=False`` does the same here, for speed in statistical tests).

@@ -1,5 +1,5 @@
 """An independent, plain NumPy/Python T-HOO (Bubeck, Munos, Stoltz and Szepesvari 2011) with PyXAB's
-rules, one run at a time: the oracle of fedpne_jax.baselines.hoo.  Nodes are Python objects (the
+rules, one run at a time: the oracle of fedpne_jax.algorithms.trees.hoo.  Nodes are Python objects (the
 partition of reference_hct); by default every U and B of the tree is recomputed after every round,
 as PyXAB does (``full=False``: only the path's, for speed in statistical tests).
 

@@ -76,7 +76,7 @@ def check_total(arms, dim: int) -> int:
 def start_offsets(key, dim: int):
     """The run's start offsets u in [0, 1)^D (float32): arm 0 of dimension d is lo_d + w_d u_d.
 
-    ``key`` is the run's key (``fedpne_jax.driver.seed_key(base_seed, seed)``); tests hand these
+    ``key`` is the run's key (``fedpne_jax.core.executor.seed_key(base_seed, seed)``); tests hand these
     offsets to the NumPy references so that both build the same grid."""
     return jax.random.uniform(jax.random.fold_in(key, ARMS_STREAM), (dim,), jnp.float32)
 

@@ -3,7 +3,7 @@
 The paper's rules, as its public code (github.com/ShenGroup/FMAB, ``Fed1_UCB_CR.py``) runs them with
 a fixed set of M clients:
 
-* Arms: K^D grid points with a random start (:mod:`fedpne_jax.baselines.arms`).
+* Arms: K^D grid points with a random start (:mod:`fedpne_jax.algorithms.arms`).
 * Phase p: while more than one arm is active, every client pulls every active arm f = ceil(kappa ln T)
   times, arm after arm in index order (f consecutive rounds per arm; all clients pull the same arm in
   the same round), so the phase lasts |active| f rounds.  The paper's experiments use kappa = 1 (the

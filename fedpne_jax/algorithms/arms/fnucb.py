@@ -2,7 +2,7 @@
 
 As the authors' public code runs it (github.com/daizhongxiang/Federated-Neural-Bandits,
 ``run_fn_ucb.py``, the paper's App. E.5 setting), on the K^D grid arms of
-:mod:`fedpne_jax.baselines.arms` (network input: the arm rescaled to [0, 1]^D):
+:mod:`fedpne_jax.algorithms.arms` (network input: the arm rescaled to [0, 1]^D):
 
 * Network: one hidden ReLU layer of width m = 20, f(x; theta) = w2 . relu(W1 x + b1) + b2, every
   weight and bias drawn N(0, 1) (theta_0), shared by all clients.  p = m (D + 2) + 1 parameters.

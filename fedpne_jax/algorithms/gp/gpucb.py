@@ -3,7 +3,7 @@
 Section 5).
 
 Round t pulls the candidate maximising mu_{t-1}(x) + beta_t sigma_{t-1}(x), where mu, sigma^2 are
-the GP posterior with noise variance lam (:mod:`fedpne_jax.baselines.gp`) and
+the GP posterior with noise variance lam (:mod:`fedpne_jax.algorithms.gp.gp`) and
 
     beta_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(1/delta))),     lam = 1 + eta, eta = 2/T
 

@@ -4,7 +4,7 @@ global objective (centralized).
 
 Round t draws, independently for every candidate x, r(x) ~ N(mu_{t-1}(x), nu^2 sigma_{t-1}^2(x)) and
 pulls the argmax, where mu, sigma^2 are the GP posterior with noise variance lam
-(:mod:`fedpne_jax.baselines.gp`).  Defaults are the public code's (its class defaults; the paper
+(:mod:`fedpne_jax.algorithms.gp.gp`).  Defaults are the public code's (its class defaults; the paper
 says it used the defaults, while the repository's kernel_ts.sh passes nu = 0.01): kernel
 exp(-||x - y||) (l = 1), lam = 1, nu = 1.  Differences from it, all stated:
 
