@@ -10,15 +10,18 @@ server's aggregate from it when that is exact in distribution), and ``local_fn(d
 f_m(x) for one client.  Both take a single point x of shape (D,) and are plain JAX functions; the
 methods below vectorise them over any batch shape.
 
-Construction checks what the engine relies on, before anything compiles: both functions return one
-number per point (:meth:`Objective.check_shapes`, abstractly) and global_fn is the mean of local_fn
-at :data:`PROBE_POINTS` fixed points of the box, to :data:`MEAN_RTOL` (:func:`check_mean`).
+Construction checks what the engine relies on, before anything compiles: the functions take the
+arguments above (their signatures, where Python can read one), ``data`` is a pytree of arrays, both
+functions return one number per point (:meth:`Objective.check_shapes`, abstractly) and global_fn is
+the mean of local_fn at :data:`PROBE_POINTS` fixed points of the box, to :data:`MEAN_RTOL`
+(:func:`check_mean`).
 Unflattening a pytree (inside jit, vmap, tree maps) rebuilds the value without repeating them.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 from typing import Any, Callable
 
 import jax
@@ -76,6 +79,9 @@ class Objective:
             raise ValueError(f"objective {self.name!r}: num_clients must be an integer >= 1, "
                              f"got {self.num_clients!r}")
         set_("num_clients", int(self.num_clients))
+        for label, call, count in _CALLS:
+            _check_signature(self.name, label, call, getattr(self, label), count)
+        _check_data(self.name, self.data)
         self.check_shapes()
         self._check_mean()
 
@@ -88,8 +94,8 @@ class Objective:
         if key in _SHAPES_CHECKED:
             return
         centre = jnp.asarray([(a + b) / 2 for a, b in zip(self.lo, self.hi)], jnp.result_type(float))
-        for label, call, args in (("global_fn", "global_fn(data, x)", (self.data, centre)),
-                                  ("local_fn", "local_fn(data, x, m)", (self.data, centre, jnp.int32(0)))):
+        for label, call, args in (("global_fn", _CALLS[0][1], (self.data, centre)),
+                                  ("local_fn", _CALLS[1][1], (self.data, centre, jnp.int32(0)))):
             out = jax.eval_shape(getattr(self, label), *args)
             if not (isinstance(out, jax.ShapeDtypeStruct) and out.shape == () and out.dtype.kind in "iuf"):
                 got = (f"shape {tuple(out.shape)} of dtype {out.dtype}" if isinstance(out, jax.ShapeDtypeStruct)
@@ -154,6 +160,8 @@ class Objective:
 
 
 _STATIC = ("name", "lo", "hi", "f_star", "num_clients", "global_fn", "local_fn")
+# How the engine calls each function: (field, call, argument count).
+_CALLS = (("global_fn", "global_fn(data, x)", 2), ("local_fn", "local_fn(data, x, m)", 3))
 _SHAPES_CHECKED: set = set()
 _MEAN_CHECKED: set = set()
 
@@ -190,6 +198,50 @@ def is_int(value) -> bool:
 
 def is_real(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_signature(name: str, label: str, call: str, fn, count: int) -> None:
+    """TypeError naming the function unless it can be called with ``count`` positional arguments.
+    Without this a wrong arity surfaces from deep inside a trace as a bare TypeError that names
+    neither the objective nor the function.  A callable whose signature Python cannot read (some
+    builtins and C extensions) is left to the shape check, which calls it."""
+    if not callable(fn):
+        raise TypeError(f"objective {name!r}: {label} must be a function called as {call}, "
+                        f"got {type(fn).__name__} {_short(fn)}")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*range(count))
+    except TypeError as err:
+        what = getattr(fn, "__qualname__", None) or type(fn).__name__
+        raise TypeError(f"objective {name!r}: {label} is called as {call}, but {what}{signature} cannot take "
+                        f"those {count} arguments ({err})") from None
+
+
+def _check_data(name: str, data) -> None:
+    """TypeError unless every leaf of ``data`` is an array or a number: the functions receive data
+    traced by JAX, which has no abstract value for a string or an arbitrary object (it would fail
+    later with an error about static arguments that names neither ``data`` nor the objective)."""
+    for path, leaf in jax.tree_util.tree_flatten_with_path(data)[0]:
+        if isinstance(leaf, jax.Array) or _is_number(leaf):
+            continue
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biufc":
+            continue
+        where = f" at data{jax.tree_util.keystr(path)}" if path else ""
+        kind = f"an array of dtype {leaf.dtype}" if isinstance(leaf, np.ndarray) else type(leaf).__name__
+        raise TypeError(f"objective {name!r}: data must be a pytree (dicts, lists, tuples, None) of arrays or "
+                        f"numbers, which JAX can trace; got {kind}{where}: {_short(leaf)}")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (bool, int, float, complex, np.bool_, np.number))
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _bounds(name: str, field: str, values) -> tuple:

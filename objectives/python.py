@@ -277,14 +277,19 @@ def stats(objective, reset: bool = False) -> dict:
     return out
 
 
-def _box(lo, hi) -> tuple[tuple, tuple]:
+def _box(name: str, lo, hi) -> tuple[tuple, tuple]:
     lo_a, hi_a = np.atleast_1d(np.asarray(lo, np.float64)), np.atleast_1d(np.asarray(hi, np.float64))
     if lo_a.ndim != 1 or hi_a.ndim != 1:
-        raise ValueError(f"lo and hi must be numbers or 1-D sequences, got lo={lo!r}, hi={hi!r}")
-    if lo_a.size == 1 and hi_a.size > 1:
+        raise ValueError(f"objective {name!r}: lo and hi must be numbers or 1-D sequences, got lo={lo!r}, hi={hi!r}")
+    # A number is the same bound in every dimension; two sequences of different lengths are a
+    # mistake (which of the two is the dimension?), not a number to broadcast.
+    if np.ndim(lo) == 0 and hi_a.size > 1:
         lo_a = np.full(hi_a.size, lo_a[0])
-    if hi_a.size == 1 and lo_a.size > 1:
+    if np.ndim(hi) == 0 and lo_a.size > 1:
         hi_a = np.full(lo_a.size, hi_a[0])
+    if lo_a.size != hi_a.size:
+        raise ValueError(f"objective {name!r}: lo and hi must have the same length (the dimension D), got "
+                         f"lo of length {lo_a.size} ({lo!r}) and hi of length {hi_a.size} ({hi!r})")
     return tuple(float(v) for v in lo_a), tuple(float(v) for v in hi_a)
 
 
@@ -316,7 +321,7 @@ def _build(fn, lo, hi, f_star, name, num_clients, local_fn, dtype, probe, unique
         raise TypeError(f"objective {name!r}: fn must be callable, got {type(fn).__name__}")
     if local_fn is not None and not callable(local_fn):
         raise TypeError(f"objective {name!r}: local_fn must be callable or None, got {type(local_fn).__name__}")
-    lo, hi = _box(lo, hi)
+    lo, hi = _box(name, lo, hi)
     if dtype is not None:
         dtype = np.dtype(dtype)
         if dtype.kind != "f":

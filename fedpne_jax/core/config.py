@@ -61,9 +61,19 @@ def check_noise(spec) -> None:
         raise ValueError(f"noise scale must be <= {MAX_NOISE_SCALE:g} (its square must be a float32), got {spec!r}")
 
 
+def check_checkpoints(checkpoints, horizon) -> None:
+    """``checkpoints`` (C) is an integer in [1, horizon]: the checkpoints are C distinct rounds of the
+    T a run has, so C > T could only repeat rounds (and cost C-sized curves for nothing)."""
+    check_int("checkpoints", checkpoints, 1)
+    if checkpoints > horizon:
+        raise ValueError(f"checkpoints must be <= horizon (each checkpoint is a distinct round of the T rounds), "
+                         f"got checkpoints={checkpoints!r}, horizon={horizon!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class BaselineConfig(NoiseSpec):
-    """Fields every baseline has: the horizon T (rounds), the observation noise and the checkpoints.
+    """Fields every baseline has: the horizon T (rounds), the observation noise and the checkpoints
+    (C <= T of them).
 
     Subclasses add their own fields (all with defaults) and call ``super().__post_init__()``.
     """
@@ -75,7 +85,7 @@ class BaselineConfig(NoiseSpec):
     def __post_init__(self):
         check_int("horizon (T)", self.horizon, 1, MAX_HORIZON)
         check_noise(self.noise)
-        check_int("checkpoints", self.checkpoints, 1)
+        check_checkpoints(self.checkpoints, self.horizon)
 
     @property
     def checkpoint_rounds(self):

@@ -1,12 +1,28 @@
-"""Files written atomically, for every result the package writes (run JSON, sweep chunks and index,
-figure data and PNG, SUMMARY.md, timing, benchmarks): a temporary file in the same folder, fsync,
+"""Files written for every result the package writes (run JSON, sweep chunks and index, figure data
+and PNG, SUMMARY.md, timing, benchmarks).
+
+A regular file (or a new one) is written atomically: a temporary file in the same folder, fsync,
 then a rename, so a reader never sees half a file and a failed write (a full disk, Ctrl-C) leaves
 the previous content in place and no temporary file behind.
+
+A rename replaces the directory entry, not what it names, so it must only ever land on a regular
+file.  Hence a symbolic link is followed and its target written (atomically, in the target's
+folder; the link stays a link), and a character device (/dev/null, /dev/full, a terminal), a FIFO
+or any other existing file that is neither regular nor a folder is written through, in place,
+where its reader or driver expects the bytes.  The path ``-`` means standard output, as on most
+command lines (a file of that name is ``./-``).  Those streams cannot be written atomically; their
+content is built in memory first, so a failure while it is built writes nothing.
 """
 from __future__ import annotations
 
+import errno as errnos
+import io
 import json
 import os
+import stat
+import sys
+
+STDOUT = "-"
 
 
 class WriteError(OSError):
@@ -21,27 +37,93 @@ class WriteError(OSError):
 
 
 def write_atomic(path: str, write, error: type = WriteError) -> None:
-    """``write(file object)`` to a temporary file next to ``path``, fsync, then rename it to ``path``.
-    If anything fails, the temporary file is removed and ``path`` keeps its previous content; an
-    OSError becomes ``error`` (a :class:`WriteError`) naming ``path``."""
-    folder, name = os.path.split(os.fspath(path))
+    """``write(file object)`` to ``path``; an OSError becomes ``error`` (a :class:`WriteError`)
+    naming ``path``.
+
+    A regular or new file: to a temporary file next to it, fsync, then renamed to it; if anything
+    fails, the temporary file is removed and ``path`` keeps its previous content.  A symbolic link:
+    the same for the file it points to (created if missing), the link left in place.  ``-``: the
+    bytes go to standard output.  An existing file that is neither regular nor a folder (a
+    character device, a FIFO, ...): opened and written in place.  Streams receive the bytes only
+    once ``write`` has produced them all."""
+    path = os.fspath(path)
+    if path == STDOUT:
+        _write_stream(path, None, write, error)
+        return
+    target = os.path.realpath(path)
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as err:
+        raise _error(error, path, target, err) from err
+    if mode is not None and stat.S_ISLNK(mode):
+        # realpath leaves a link it cannot resolve (a loop) in place; a rename would replace it.
+        err = OSError(errnos.ELOOP, os.strerror(errnos.ELOOP), path)
+        raise _error(error, path, target, err) from err
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        _write_stream(path, target, write, error)
+        return
+    # A folder falls through: the rename then fails, and it is reported like any failed write.
+    folder, name = os.path.split(target)
     tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException as err:
         try:
             os.remove(tmp)
         except OSError:
             pass
         if isinstance(err, OSError) and not isinstance(err, WriteError):
-            raise error(f"cannot write {os.fspath(path)!r}: {err.strerror or err} (its previous "
-                        f"content, if any, is kept)", err.errno, os.fspath(path)) from err
+            raise _error(error, path, target, err, kept=True) from err
         raise
     _sync_folder(folder or ".")
+
+
+def _write_stream(path: str, target: str | None, write, error: type) -> None:
+    """Standard output (``target`` None) or a device or FIFO, written in place."""
+    buffer = io.BytesIO()
+    try:
+        write(buffer)
+        data = buffer.getvalue()
+        if target is None:
+            # Text printed earlier may still sit in sys.stdout's text buffer; it must come out first.
+            sys.stdout.flush()
+            out = getattr(sys.stdout, "buffer", None)
+            if out is None:        # a text-only stream (a notebook's, a test's capture)
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise OSError(errnos.EINVAL, "standard output takes text only here, and this "
+                                  "output is binary") from None
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            else:
+                out.write(data)
+                out.flush()
+            return
+        # No fsync: devices and FIFOs refuse it (EINVAL), and there is nothing on disk to make durable.
+        with open(target, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+    except OSError as err:
+        if isinstance(err, WriteError):
+            raise
+        raise _error(error, path, target, err) from err
+
+
+def _error(error: type, path: str, target: str | None, err: OSError, kept: bool = False) -> WriteError:
+    where = repr(path) + (" (standard output)" if target is None else "")
+    if target is not None and os.path.islink(path) and target != os.path.abspath(path):
+        where += f" (the file {target!r} it links to)"
+    reason = err.strerror or str(err) or type(err).__name__
+    # Only an atomic write can promise this; a stream may have received part of the bytes.
+    tail = " (its previous content, if any, is kept)" if kept else ""
+    return error(f"cannot write {where}: {reason}{tail}", err.errno, path)
 
 
 def _sync_folder(folder: str) -> None:
@@ -59,8 +141,9 @@ def _sync_folder(folder: str) -> None:
 
 
 def write_json(path: str, data, compact: bool = False, allow_nan: bool = True, error: type = WriteError) -> None:
-    """``data`` as JSON, atomically.  ``allow_nan=False``: NaN/inf raise ValueError instead of being
-    written as the non-standard tokens other JSON readers reject."""
+    """``data`` as JSON, written as :func:`write_atomic` writes (``-``: standard output).
+    ``allow_nan=False``: NaN/inf raise ValueError instead of being written as the non-standard
+    tokens other JSON readers reject."""
     text = json.dumps(data, sort_keys=True, default=repr, allow_nan=allow_nan,
                       **({"separators": (",", ":")} if compact else {"indent": 1}))
     write_atomic(path, lambda fh: fh.write(text.encode()), error)

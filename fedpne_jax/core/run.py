@@ -20,12 +20,16 @@ each call's outputs into arrays allocated once for all runs.  Numbers do not dep
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Sequence
 
 import jax
 import numpy as np
+
+import objectives
+from objectives import Objective
 
 from fedpne_jax.core import executor, registry, sharding
 from fedpne_jax.core.algorithm import Algorithm, check_inputs as check_pair
@@ -39,9 +43,41 @@ def check_inputs(config, objective) -> Algorithm:
     """The algorithm of ``config``, after every check a run can make before compiling (the
     objective's functions return one number per point: checked abstractly, once per objective)."""
     algorithm = registry.for_config(config)
+    check_objective(objective)
     objective.check_shapes()
     check_pair(algorithm, config, objective)
     return algorithm
+
+
+def check_objective(objective, named: bool = False) -> None:
+    """TypeError naming ``objective`` unless it is an Objective (or, ``named``, a registered name)."""
+    if isinstance(objective, Objective) or (named and isinstance(objective, str)):
+        return
+    name = " or the name of a registered objective (e.g. 'garland')" if named else ""
+    raise TypeError(f"objective must be an objectives.Objective (see objectives.make_objective){name}, "
+                    f"got {type(objective).__name__} {objective!r:.80}")
+
+
+def resolve_objectives(configs: Sequence, objective) -> list:
+    """Per configuration, the Objective to run on: ``objective`` itself, or, given a registered
+    objective's name, that objective built as the command line builds it: for the configuration's
+    num_clients (1 for an algorithm without the field) with the default heterogeneity for its noise
+    (Bernoulli rewards need the synthetic functions without client shifts).  Configurations that
+    need the same objective share one instance, hence one compiled program."""
+    check_objective(objective, named=True)
+    if isinstance(objective, Objective):
+        return [objective] * len(configs)
+    built: dict = {}
+    out = []
+    for config in configs:
+        fields = {f.name for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else set()
+        clients = config.num_clients if "num_clients" in fields else 1
+        heterogeneity = objectives.default_heterogeneity(objective, getattr(config, "noise_kind", None))
+        key = (clients, heterogeneity)
+        if key not in built:
+            built[key] = objectives.make_objective(objective, num_clients=clients, heterogeneity=heterogeneity)
+        out.append(built[key])
+    return out
 
 
 def memory_budget(memory_gb) -> int:
@@ -68,8 +104,10 @@ def check_host_memory(groups, objective) -> None:
     """ValueError, before anything is compiled or allocated, when the results of ``groups`` (each
     (algorithm, configurations, seeds per configuration)) need more bytes than the host has available,
     naming the figure: bytes per seed x seeds.  (The memory budget bounds one call's device buffers,
-    which chunking keeps under it; the results are kept on the host, whose free memory is the limit.)"""
-    per_run = [run_bytes(algorithm, configs, objective) for algorithm, configs, _ in groups]
+    which chunking keeps under it; the results are kept on the host, whose free memory is the limit.)
+    ``objective``: one Objective for all groups, or a list of one per group."""
+    group_objectives = objective if isinstance(objective, list) else [objective] * len(groups)
+    per_run = [run_bytes(algorithm, configs, obj) for (algorithm, configs, _), obj in zip(groups, group_objectives)]
     runs = [len(configs) * seeds for _, configs, seeds in groups]
     total = sum(b * n for b, n in zip(per_run, runs))
     available = executor.available_memory()
@@ -95,6 +133,9 @@ def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, g
     """Run the algorithm of ``config`` (any registered configuration, see :func:`fedpne_jax.make_config`)
     on ``objective`` for the given seeds.
 
+    ``objective``: an :class:`objectives.Objective`, or a registered objective's name, built as the
+    command line builds it (``objectives.make_objective(name, num_clients=<the config's
+    num_clients, 1 for an algorithm without it>)``, with the default heterogeneity for the noise).
     ``seeds``: a count S (seed indices 0..S-1) or distinct seed indices.  ``grow``: when a table an
     algorithm sizes on the host overflows (Fed-PNE's node table), rerun the affected seeds with a
     larger one (else raise CapacityError).  ``devices``: 'all', a count or a list of devices to shard
@@ -102,6 +143,7 @@ def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, g
     the budget of one call's XLA buffers per device (default 2, as for sweeps): more seeds than fit
     run in several calls, with the same numbers; results that alone exceed it are refused.
     """
+    objective = resolve_objectives([config], objective)[0]
     algorithm = check_inputs(config, objective)
     count = executor.seed_count(seeds)
     base_seed = executor.check_base_seed(base_seed)
@@ -117,23 +159,28 @@ def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_
     """Every configuration of ``configs`` for the same seeds; result i equals ``run(configs[i], ...)``
     number for number.  Configurations are grouped by :func:`static_key` into the fewest compiled
     programs (any mix of algorithms); two that resolve to the same configuration are refused.  Build
-    ``configs`` with :func:`fedpne_jax.grid_product`.  ``memory_gb``: as for :func:`run`."""
+    ``configs`` with :func:`fedpne_jax.grid_product`.  ``objective``, ``memory_gb``: as for :func:`run`
+    (a name is built for each configuration's num_clients and noise)."""
     configs = list(configs)
     if not configs:
         raise ValueError("configs must hold at least one configuration")
-    algorithms = [check_inputs(config, objective) for config in configs]
+    per_config = resolve_objectives(configs, objective)
+    algorithms = [check_inputs(config, obj) for config, obj in zip(configs, per_config)]
     check_distinct(configs)
     count = executor.seed_count(seeds)
     base_seed = executor.check_base_seed(base_seed)
     budget = memory_budget(memory_gb)
-    groups = group_indices([static_key(c, objective) for c in configs])
-    check_host_memory([(algorithms[m[0]], [configs[i] for i in m], count) for m in groups], objective)
+    # A group shares one compiled program, so one objective: the objective is part of the key.
+    keys = [(static_key(c, obj), id(obj)) for c, obj in zip(configs, per_config)]
+    groups = group_indices(keys)
+    check_host_memory([(algorithms[m[0]], [configs[i] for i in m], count) for m in groups],
+                      [per_config[m[0]] for m in groups])
     ids = executor.seed_ids(seeds)
     results: list = [None] * len(configs)
     for members in groups:
         grid = np.repeat(np.arange(len(members)), ids.size)
-        out = _run_pairs([configs[i] for i in members], objective, grid, np.tile(ids, len(members)), base_seed,
-                         grow, devices, budget=budget)
+        out = _run_pairs([configs[i] for i in members], per_config[members[0]], grid, np.tile(ids, len(members)),
+                         base_seed, grow, devices, budget=budget)
         for i, result in zip(members, out):
             results[i] = result
     return results

@@ -53,19 +53,35 @@ class SweepResults:
         """(N,) finished runs per config."""
         return self.done.sum(axis=1)
 
-    def _std(self, x, axis):
-        n = self.count.reshape((-1,) + (1,) * (x.ndim - 2))
+    @staticmethod
+    def _mean(x, axis):
+        # np.nanmean's arithmetic (the sum of the present values over their count), without its
+        # "Mean of empty slice" warning for a configuration that has no finished run yet (NaN there).
+        present = ~np.isnan(x)
+        n = present.sum(axis=axis)
+        total = np.where(present, x, 0.0).sum(axis=axis)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.sqrt(np.nansum((x - np.nanmean(x, axis=axis, keepdims=True)) ** 2, axis=axis) / (n - 1))
-        return np.where(n > 1, out, 0.0)
+            return np.where(n > 0, total / n, np.nan)
+
+    def _std(self, x, axis):
+        # ddof = 1 as RunResult.regret_std: NaN with fewer than two runs, where it is undefined (0
+        # would claim the runs have no spread).
+        present = ~np.isnan(x)
+        n = present.sum(axis=axis)
+        deviation = np.where(present, x - np.expand_dims(self._mean(x, axis), axis), 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.sqrt((deviation ** 2).sum(axis=axis) / (n - 1))
+        return np.where(n > 1, out, np.nan)
 
     @property
     def mean(self) -> np.ndarray:
-        return np.nanmean(self.final_regret, axis=1)
+        """(N,) mean final regret over the finished seeds; NaN for a configuration without any."""
+        return self._mean(self.final_regret, 1)
 
     @property
     def std(self) -> np.ndarray:
-        """(N,) standard deviation over seeds (ddof = 1, as RunResult.regret_std)."""
+        """(N,) standard deviation over seeds (ddof = 1, as RunResult.regret_std: NaN with fewer than
+        two finished seeds)."""
         return self._std(self.final_regret, 1)
 
     @property
@@ -75,7 +91,7 @@ class SweepResults:
 
     @property
     def curve_mean(self) -> np.ndarray:
-        return np.nanmean(self.curves, axis=1)
+        return self._mean(self.curves, 1)
 
     @property
     def curve_std(self) -> np.ndarray:
@@ -86,7 +102,14 @@ class SweepResults:
         return self.curve_std / np.sqrt(np.maximum(self.count, 1))[:, None]
 
     def find(self, **labels) -> list[int]:
-        """Indices of the configurations whose labels match, e.g. ``find(objective="garland", c=0.1)``."""
+        """Indices of the configurations whose labels match, e.g. ``find(objective="garland", c=0.1)``.
+        A label no configuration has raises ValueError listing the known ones (a misspelt label
+        would otherwise match nothing, and look like a value the sweep did not run)."""
+        known = {k for c in self.configs for k in c}
+        unknown = sorted(set(labels) - known)
+        if unknown:
+            raise ValueError(f"find: unknown label{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                             f"the labels of this sweep are {', '.join(map(repr, sorted(known)))}")
         return [i for i, c in enumerate(self.configs) if all(c.get(k) == v for k, v in labels.items())]
 
     def summary(self) -> list[dict]:
