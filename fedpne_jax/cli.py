@@ -216,9 +216,17 @@ def check_output_file(option: str, path: str) -> None:
     writing its output.  (A write can still fail later, e.g. on a full disk; see keep_result.)"""
     if not path:
         raise ValueError(f"{option}: the path is empty")
+    if path == "-":                                   # standard output
+        return
     if os.path.isdir(path):
         raise ValueError(f"{option}: {path!r} is a folder; give a file name")
-    folder = os.path.dirname(os.path.abspath(path))
+    target = os.path.realpath(path)                   # a symlink's target is what gets written
+    if os.path.exists(target) and not os.path.isfile(target):
+        # A device or FIFO is written in place: only its own permission matters.
+        if not os.access(target, os.W_OK):
+            raise ValueError(f"{option}: {path!r} is not writable")
+        return
+    folder = os.path.dirname(target)
     if not os.path.exists(folder):
         raise ValueError(f"{option}: the folder of {path!r} does not exist")
     if not os.path.isdir(folder):
@@ -289,7 +297,8 @@ def run_config(args, options: dict, num_clients: int):
     the algorithm's defaults, except those the command line defines (horizon, noise, checkpoints)."""
     options = dict(options)
     options.setdefault("noise", DEFAULT_NOISE)
-    options.setdefault("checkpoints", DEFAULT_CHECKPOINTS)
+    # C <= T: a short run gets one checkpoint per round rather than a refusal of the default
+    options.setdefault("checkpoints", min(DEFAULT_CHECKPOINTS, options["horizon"]))
     fields = {f.name for f in dataclasses.fields(registry.config_type(args.algorithm))}
     if "num_clients" in fields:
         options["num_clients"] = num_clients
@@ -328,13 +337,16 @@ def cmd_run(args) -> int:
                  grow=not args.no_grow)
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
         return 0
-    print(result.summary())
+    # With --output - the JSON goes to standard output alone, so the summary goes to stderr.
+    report = sys.stderr if args.output == "-" else sys.stdout
+    print(result.summary(), file=report)
     if args.output is not None:
         try:
             result.write_json(args.output)
         except OSError as err:
             return keep_result(result, args.output, err)
-        print(f"  wrote {args.output}")
+        if args.output != "-":
+            print(f"  wrote {args.output}")
     return 0
 
 

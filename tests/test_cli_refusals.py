@@ -1,5 +1,7 @@
 """Command-line input that used to be merged, defaulted or reported misleadingly is refused with a
 message naming the options involved (exit status 2), and byte counts print in readable units."""
+import json
+
 import pytest
 
 from fedpne_jax.cli import main
@@ -40,3 +42,16 @@ def test_byte_counts_print_in_readable_units():
     assert format_bytes(int(1e-9 * 2**30)) == "1 byte"     # --memory-gb 1e-9: was "0.00 MiB"
     assert format_bytes(1536) == "1.5 KiB"
     assert format_bytes(3 * 2**40) == "3 TiB" and format_bytes(0) == "0 bytes"
+
+
+def test_output_to_standard_output_keeps_the_summary_apart(capfd):
+    assert main(["run", "--horizon", "40", "--clients", "2", "--seeds", "2", "--output", "-"]) == 0
+    out, err = capfd.readouterr()
+    assert json.loads(out)["algorithm"] == "fedpne"               # stdout holds the JSON alone
+    assert "Fed-PNE on garland" in err and "wrote" not in out + err
+
+
+def test_short_runs_default_to_one_checkpoint_per_round(tmp_path):
+    path = tmp_path / "r.json"
+    assert main(["run", "--algorithm", "hoo", "--horizon", "30", "--seeds", "1", "--output", str(path)]) == 0
+    assert json.loads(path.read_text())["checkpoints"] == list(range(1, 31))

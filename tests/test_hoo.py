@@ -93,7 +93,7 @@ def test_default_depth_limit_is_pyxabs():
     config = hoo.HOOConfig(horizon=10_000)
     assert config.limit == 7 == int(np.ceil((np.log(10_000) / 2 - np.log(1 / 1.0)) / np.log(2)))
     assert (config.height, config.capacity) == (8, 511)
-    assert hoo.HOOConfig(horizon=10, depth_limit=50).capacity == 23          # 3 + 2T: one expansion per round
+    assert hoo.HOOConfig(horizon=10, depth_limit=50, checkpoints=10).capacity == 23          # 3 + 2T: one expansion per round
     assert hoo.HOOConfig(horizon=100, nu=1e-3).limit == 0
 
 

@@ -135,8 +135,9 @@ class RunResult:
         }
 
     def write_json(self, path) -> None:
-        """Write :meth:`to_dict` to ``path`` atomically: whatever fails (a full disk, a kill), ``path``
-        holds either its old content or the whole new file, and no temporary file is left behind."""
+        """Write :meth:`to_dict` to ``path`` (see :func:`fedpne_jax.core.files.write_atomic`): a regular
+        file atomically, so whatever fails (a full disk, a kill) it holds either its old content or the
+        whole new file; a device, a FIFO or ``-`` (standard output) in place."""
         text = json.dumps(self.to_dict(), indent=1).encode()
         write_atomic(os.fspath(path), lambda fh: fh.write(text))
 

@@ -63,6 +63,7 @@ FORMAT = "fedpne-sweep/1"
 TOP_KEYS = {"objectives", "algorithms", "clients", "horizon", "seeds", "base_seed", "heterogeneity",
             "objective_seed", "params", "grid", "plugins"}
 RESERVED = {"num_clients": "clients", "horizon": "horizon"}
+DEFAULT_CHECKPOINTS = 100    # every config's default; a sweep whose shortest horizon is below it uses that
 
 
 class SweepError(ValueError):
@@ -336,6 +337,10 @@ def expand(definition: dict) -> list[Entry]:
             sweep = dict(definition["grid"], **extra["grid"])
             for key in sweep:
                 fixed.pop(key, None)
+            shortest = min(definition["horizon"])
+            if "checkpoints" not in fixed and "checkpoints" not in sweep and shortest < DEFAULT_CHECKPOINTS:
+                # C <= T and one C for the whole sweep: horizons below the default get one per round
+                fixed["checkpoints"] = shortest
             cls = registry.config_type(name)
             federated = _has_field(cls, "num_clients")
             for M in (definition["clients"] if federated else [1]):

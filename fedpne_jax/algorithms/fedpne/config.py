@@ -11,7 +11,7 @@ import math
 from typing import Optional
 
 from fedpne_jax.core import checkpoints
-from fedpne_jax.core.config import MAX_CLIENTS, MAX_HORIZON, NoiseSpec, check_noise, parse_noise
+from fedpne_jax.core.config import MAX_CLIENTS, MAX_HORIZON, NoiseSpec, check_checkpoints, check_noise, parse_noise
 from fedpne_jax.core.validation import check_int, check_real
 
 SPLITS = ("random", "longest")
@@ -84,7 +84,7 @@ class FedPNEConfig(NoiseSpec):
             check_real("dp_delta", self.dp_delta, low=0.0, high=1.0)
             if self.dp_epsilon is None:
                 raise ValueError("dp_epsilon must be set when dp_delta is (DP-Fed-PNE needs both)")
-        check_int("checkpoints", self.checkpoints, 1)
+        check_int("checkpoints", self.checkpoints, 1)      # C <= T is checked after L, which T = 1 fails first
         if self.capacity is not None:
             check_int("capacity", self.capacity, self.k, MAX_CAPACITY)
         if self.precision not in PRECISIONS:
@@ -98,6 +98,7 @@ class FedPNEConfig(NoiseSpec):
         if self.log_term <= 0:
             raise ValueError(f"c1*T/delta must exceed 1 so that L = log(c1*T/delta) > 0; got c1={self.c1}, "
                              f"horizon={self.horizon}, delta={self.delta_value}")
+        check_checkpoints(self.checkpoints, self.horizon)
         try:
             sigma2 = self.dp_sigma2
         except (OverflowError, ZeroDivisionError):
