@@ -14,8 +14,8 @@ import jax
 import objectives
 from fedpne_jax.core import registry, sharding
 from fedpne_jax.core.config import NOISE_KINDS, parse_noise
-from fedpne_jax.core.files import WriteError
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
+from fedpne_jax.core.files import WriteError
 from fedpne_jax.core.run import run
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep

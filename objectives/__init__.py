@@ -23,10 +23,16 @@ from typing import Callable
 
 import jax
 
-from objectives.heterogeneity import (DEFAULT_AMPLITUDE, HETEROGENEITIES, client_shifts, fourier_perturbation,
-                                      heterogeneous_parts, heterogeneous_parts_on_base)
-from objectives.objective import Objective, is_int
 from objectives import bbob, covid, digits, landmine, landmine_sklearn, synthetic
+from objectives.heterogeneity import (
+    DEFAULT_AMPLITUDE,
+    HETEROGENEITIES,
+    client_shifts,
+    fourier_perturbation,
+    heterogeneous_parts,
+    heterogeneous_parts_on_base,
+)
+from objectives.objective import Objective, is_int
 from objectives.python import PythonObjectiveError, from_python, from_pyxab
 
 # The real objectives' clients differ by construction (their own data / region), so they have their
@@ -64,9 +70,9 @@ class RealSpec:
     host has ``make(num_clients, key, heterogeneity) -> Objective`` instead (build, local and
     global_ None): it builds its own functions (see objectives.python).
     """
-    build: Callable
-    local: Callable
-    global_: Callable
+    build: Callable | None
+    local: Callable | None
+    global_: Callable | None
     lo: tuple
     hi: tuple
     f_star: str                   # how f* is set, for the README / results
@@ -236,7 +242,7 @@ def _make_user(name: str, s: UserSpec, num_clients: int, options: dict) -> Objec
     open_kwargs = params is None or any(p.kind == p.VAR_KEYWORD for p in params.values())
     given = {}
     for key, value in options.items():
-        if open_kwargs or key in params:
+        if params is None or open_kwargs or key in params:
             given[key] = value
         elif value is not None and not (key == "seed" and value == 0):
             raise ValueError(f"objective {name!r} takes no {key} (its factory's parameters are "
@@ -363,6 +369,8 @@ def _make_real(name, s: RealSpec, num_clients, heterogeneity, key, amplitude) ->
         raise ValueError(f"num_clients: objective {name!r} has at most {s.max_clients} clients, got {num_clients}")
     if s.make is not None:
         return s.make(num_clients, key, heterogeneity)
+    if s.build is None or s.local is None or s.global_ is None:
+        raise TypeError(f"objective {name!r}: a real objective's spec needs build, local and global_, or make")
     data, f_star = s.build(num_clients, key)
     local_fn = s.local if heterogeneity == "intrinsic" else Homogeneous(s.global_)
     return Objective(name=name, lo=tuple(float(v) for v in s.lo), hi=tuple(float(v) for v in s.hi),

@@ -176,7 +176,7 @@ def _dense_f_star(regions: tuple) -> float:
     with jax.enable_x64(True):
         d = make_data(regions)
         fn = jax.jit(jax.vmap(lambda x: global_(d, x[None])))
-        lo, hi, best = 0.5, 1.0, None
+        lo, hi, best = 0.5, 1.0, -np.inf
         for _ in range(3):
             xs = np.linspace(lo, hi, 1001)
             vals = np.asarray(fn(jnp.asarray(xs, jnp.float64)))

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from objectives.errors import MissingExtra
 from objectives import landmine
+from objectives.errors import MissingExtra
 from objectives.objective import Objective
 from objectives.python import from_python
 

@@ -82,7 +82,8 @@ class _Host:
         self.num_clients, self.dim, self.unique = num_clients, dim, unique
         self.fn_label, self.local_label = fn_label, local_label
         self.lock = threading.Lock()
-        self.failure = None            # the first failure since the last check: (exception, label, points, first)
+        # the first failure since the last check: (exception, label, points, first)
+        self.failure: tuple[Exception, str, int, Any] | None = None
         self.failed_calls = 0
         self.reset_stats()
 
@@ -96,6 +97,8 @@ class _Host:
 
     def local_columns(self, X: np.ndarray) -> np.ndarray:
         """local_fn on rows X as float64 (n, M)."""
+        if self.local_fn is None:       # callers ask for columns only of objectives that have them
+            raise TypeError(f"objective {self.name!r} has no local_fn")
         return _checked(self.local_fn(X), (X.shape[0], self.num_clients), self.name, self.local_label)
 
     # --------------------------------------------------------------------------- callbacks
@@ -293,7 +296,7 @@ def _box(name: str, lo, hi) -> tuple[tuple, tuple]:
     return tuple(float(v) for v in lo_a), tuple(float(v) for v in hi_a)
 
 
-def from_python(fn: Callable, lo, hi, f_star: float, name: str = "python", num_clients: int = 1,
+def from_python(fn: Callable, lo: Any, hi: Any, f_star: float, name: str = "python", num_clients: int = 1,
                 local_fn: Callable | None = None, dtype=np.float32, probe: bool = True,
                 unique: bool = True) -> Objective:
     """An :class:`Objective` from NumPy-vectorised Python functions.
@@ -373,7 +376,7 @@ class _PyXAB:
         return out
 
 
-def from_pyxab(obj, lo, hi, f_star: float | None = None, name: str | None = None, num_clients: int = 1,
+def from_pyxab(obj: Any, lo: Any, hi: Any, f_star: float | None = None, name: str | None = None, num_clients: int = 1,
                dtype=np.float32, probe: bool = True, unique: bool = True) -> Objective:
     """An :class:`Objective` from an object with PyXAB's interface: ``obj.f(x)`` evaluates ONE point
     (a list of D floats) and ``obj.fmax`` is its maximum.  The host loops over the distinct points of

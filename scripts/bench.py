@@ -29,9 +29,9 @@ import harness  # noqa: E402  (the project on the import path)
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-from tests.support import reference  # noqa: E402
-from fedpne_jax.core.run import compiled_memory  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
+from fedpne_jax.core.run import compiled_memory  # noqa: E402
+from tests.support import reference  # noqa: E402
 
 
 def reference_rate(config, objective, runs: int, per_pull: bool) -> float:

@@ -23,16 +23,18 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402,F401  (the project on the import path)
-
 import jax  # noqa: E402
 
-import objectives  # noqa: E402
-from tests.support import reference  # noqa: E402
-from tests.support import reference_fed1ucb  # noqa: E402
-from fedpne_jax.core import executor  # noqa: E402
 import fedpne_jax as fp  # noqa: E402
-from fedpne_jax.algorithms.arms import arm_grid as arms, fed1ucb, fnucb  # noqa: E402
+import objectives  # noqa: E402
+from fedpne_jax.algorithms.arms import arm_grid as arms  # noqa: E402
+from fedpne_jax.algorithms.arms import fed1ucb, fnucb
+from fedpne_jax.core import executor  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
+from tests.support import (
+    reference,  # noqa: E402
+    reference_fed1ucb,  # noqa: E402
+)
 
 M = 10
 

@@ -23,17 +23,18 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402,F401  (the project on the import path)
-
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-import objectives  # noqa: E402
-from tests.support import reference  # noqa: E402
-from tests.support import reference_gp  # noqa: E402
-from fedpne_jax.core import executor  # noqa: E402
 import fedpne_jax as fp  # noqa: E402
+import objectives  # noqa: E402
 from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernelts  # noqa: E402
+from fedpne_jax.core import executor  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
+from tests.support import (
+    reference,  # noqa: E402
+    reference_gp,  # noqa: E402
+)
 
 MODULES = {"kernelts": kernelts, "gpucb": gpucb, "bo": bo, "bbo": bbo}
 BBO_CLIENTS = 10

@@ -32,7 +32,6 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402,F401  (the project on the import path)
-
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 

@@ -30,7 +30,6 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402  (the project on the import path)
-
 import jax  # noqa: E402
 
 import fedpne_jax as fp  # noqa: E402
@@ -95,7 +94,7 @@ def garland_rows(quick: bool) -> list[dict]:
     for algorithm, sampling, config in cases:
         jax_row = None
         for impl, obj in objs:
-            def run():
+            def run(impl=impl, obj=obj, config=config):
                 if impl != "jax":
                     pyobj.stats(obj, reset=True)
                 return fp.run(config, obj, seeds=seeds, devices=1)

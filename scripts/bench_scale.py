@@ -49,6 +49,7 @@ def sweep_row(seeds: int, memory_gb: float, devices: str = "all", repeats: int =
     """One sweep row; with repeats > 1 the sweep runs again into fresh folders (its programs compiled)
     and the fastest execution counts, as this machine's load moves single timings by tens of percent."""
     import jax
+
     import fedpne_jax as fp
     from fedpne_jax.core.result import device_name
 

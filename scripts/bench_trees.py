@@ -27,8 +27,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402,F401  (the project on the import path)
 
-import objectives  # noqa: E402
 import fedpne_jax as fp  # noqa: E402
+import objectives  # noqa: E402
 from fedpne_jax.algorithms.trees import hct, hoo  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
 from tests.support.reference import FUNCTIONS  # noqa: E402
@@ -45,9 +45,10 @@ def _garland(point) -> float:
 def pyxab_rate(name: str, T: int, runs: int, rounds=None):
     """(pulls/s, mean regret over the timed rounds, label) of PyXAB's own algorithm, or None."""
     try:
+        from importlib.metadata import version
+
         from PyXAB.algos.HCT import HCT
         from PyXAB.algos.HOO import T_HOO
-        from importlib.metadata import version
     except ImportError:
         return None
     f_star = FUNCTIONS["garland"][3]
@@ -75,8 +76,7 @@ def pyxab_rate(name: str, T: int, runs: int, rounds=None):
 
 def numpy_rate(name: str, T: int, runs: int):
     """(pulls/s, mean regret, label) of the NumPy reference (tests/reference_*.py, path updates)."""
-    from tests.support import reference_hct
-    from tests.support import reference_hoo
+    from tests.support import reference_hct, reference_hoo
     rng = np.random.default_rng(0)
     fn = reference_hct.hct if name == "hct" else reference_hoo.hoo
     start = time.perf_counter()

@@ -17,8 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:        # the project (and its test-support package, tests.support) from a checkout
     sys.path.insert(0, ROOT)
 
-from fedpne_jax.core.result import device_name, versions  # noqa: E402
 from fedpne_jax.core.files import write_json  # noqa: E402
+from fedpne_jax.core.result import device_name, versions  # noqa: E402
 
 
 def best_seconds(fn: Callable[[], object], repeats: int) -> float:

@@ -13,9 +13,9 @@ import argparse
 import os
 import sys
 
+import harness  # noqa: F401,I001  (puts the project on the import path)
 import numpy as np
 
-import harness  # noqa: F401,I001  (puts the project on the import path)
 from tests.support.behaviour import FIXTURE, collect, compare
 
 

@@ -16,7 +16,8 @@ import os
 import string
 import tempfile
 
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 import objectives
 from fedpne_jax import cli

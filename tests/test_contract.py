@@ -9,10 +9,10 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
-from tests.support.contract import COMMON_BAD, CONTRACT, M
 from fedpne_jax.algorithms import BUILTIN
 from fedpne_jax.core import executor, registry
 from fedpne_jax.core.portability import processor_dependent_ops
+from tests.support.contract import COMMON_BAD, CONTRACT, M
 
 SEEDS = 3      # the shape of the grid test's separate runs and the flag test: one program serves all
 

@@ -4,9 +4,9 @@ import jax.numpy as jnp
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.core import executor
 import objectives
 from fedpne_jax.cli import main
+from fedpne_jax.core import executor
 
 BAD = [
     (dict(num_clients=0), "num_clients"),

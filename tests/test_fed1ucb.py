@@ -10,12 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests.support import reference_fed1ucb as ref
-from fedpne_jax.core import executor
 import fedpne_jax as fp
 from fedpne_jax.algorithms.arms import arm_grid as arms
 from fedpne_jax.algorithms.arms.fed1ucb import ALGORITHM, Fed1UCBConfig
+from fedpne_jax.core import executor
 from fedpne_jax.core.errors import FLAG_NONFINITE, FLAG_RANGE, ObjectiveError
+from tests.support import reference_fed1ucb as ref
 from tests.support.helpers import make, reference_problem, two_sample_z
 
 M = 3

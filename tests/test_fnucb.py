@@ -9,11 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests.support import reference_fed1ucb as ref_arms
-from fedpne_jax.core import executor
 import fedpne_jax as fp
-from fedpne_jax.algorithms.arms import arm_grid as arms, fnucb
+from fedpne_jax.algorithms.arms import arm_grid as arms
+from fedpne_jax.algorithms.arms import fnucb
 from fedpne_jax.algorithms.arms.fnucb import FNUCBConfig
+from fedpne_jax.core import executor
+from tests.support import reference_fed1ucb as ref_arms
 from tests.support.helpers import make, reference_problem
 
 M = 3

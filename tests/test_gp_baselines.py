@@ -12,13 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import objectives
-from tests.support import reference
-from tests.support import reference_gp
-from fedpne_jax.core import executor
 import fedpne_jax as fp
+import objectives
 from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernelts
+from fedpne_jax.core import executor
 from fedpne_jax.core.errors import ObjectiveError
+from tests.support import reference, reference_gp
 from tests.support.helpers import two_sample_z
 
 T_EXACT = 40

@@ -3,10 +3,9 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.core import executor
 from fedpne_jax.algorithms.fedpne import ALGORITHM as FEDPNE
 from fedpne_jax.algorithms.fedpne.plan import Tables, make_params
-from fedpne_jax.core import grid
+from fedpne_jax.core import executor, grid
 from fedpne_jax.core.run import run_pairs, stack_params, static_key
 from tests.support.helpers import make
 

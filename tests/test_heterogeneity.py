@@ -8,7 +8,6 @@ import pytest
 import fedpne_jax as fp
 import objectives
 from tests.support import reference
-from objectives import heterogeneity
 
 M = 4
 

@@ -12,12 +12,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-import objectives
-from fedpne_jax.core import executor
 import fedpne_jax as fp
+import objectives
 from fedpne_jax.algorithms.trees import hoo
-from tests.support.helpers import assert_regret_per_round_falls, assert_same_tree_run as assert_same_run, two_sample_z
+from fedpne_jax.core import executor
 from tests.support import reference_hoo
+from tests.support.helpers import assert_regret_per_round_falls, two_sample_z
+from tests.support.helpers import assert_same_tree_run as assert_same_run
 
 T = 300
 SEEDS = 100

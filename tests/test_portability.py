@@ -96,4 +96,4 @@ def test_objectives_compile_to_portable_programs(name):
     for n in names:
         o = objectives.make_objective(n, num_clients=2, **({"dim": 3} if n.startswith("bbob") else {}))
         x = jnp.asarray(o.lo, jnp.float32)[None, :] + 0.3 * (jnp.asarray(o.hi, jnp.float32) - jnp.asarray(o.lo))
-        assert _ops(lambda X: (o.value(X), o.local_values(X)), jnp.repeat(x, 2, axis=0)) == [], n
+        assert _ops(lambda X, o=o: (o.value(X), o.local_values(X)), jnp.repeat(x, 2, axis=0)) == [], n

@@ -12,10 +12,10 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
-from objectives.errors import MissingExtra
 from fedpne_jax.algorithms.trees.hct import HCTConfig
 from objectives import python as pyobj
 from objectives import synthetic
+from objectives.errors import MissingExtra
 from objectives.heterogeneity import GlobalOnly, Shifted
 from objectives.objective import Objective
 

@@ -9,14 +9,14 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
-from fedpne_jax.paper import figures, summary
-from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.cli import main
 from fedpne_jax.core.registry import label
+from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import SweepResults
+from fedpne_jax.experiments.store import write_json
+from fedpne_jax.paper import figures, summary
 from fedpne_jax.paper.plot import draw
 from fedpne_jax.paper.reproduce import reproduce
-from fedpne_jax.experiments.store import write_json
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -284,8 +284,9 @@ def test_reproduce_refuses_bad_input(argv, message, capsys, tmp_path):
 
 def test_without_matplotlib_data_are_still_written(quick, tmp_path, monkeypatch, capsys):
     import shutil
-    from fedpne_jax.paper import plot
+
     from fedpne_jax.core.errors import MissingExtra
+    from fedpne_jax.paper import plot
 
     def missing():
         raise MissingExtra('plots need matplotlib: pip install "fedpne-jax[plot]" (or pip install matplotlib)')

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.core import executor
 import objectives
+from fedpne_jax.core import executor
 from tests.support.helpers import make
 
 CONFIG = fp.FedPNEConfig(num_clients=3, horizon=600, noise="gaussian:0.3", split="random", checkpoints=8,
@@ -106,6 +106,7 @@ def test_explicit_sampler_without_jit_equals_jit():
     node), run eagerly, gives the compiled program's numbers.  (A whole eager run dispatches every
     operation of every loop trip from Python: minutes for a few phases.)"""
     import jax.numpy as jnp
+
     from fedpne_jax.algorithms.fedpne import partition, sampling
     from fedpne_jax.algorithms.fedpne.plan import Tables, make_params, make_static, plan
 

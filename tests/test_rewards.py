@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.algorithms.fedpne import partition, sampling as rewards
+from fedpne_jax.algorithms.fedpne import partition
+from fedpne_jax.algorithms.fedpne import sampling as rewards
 from fedpne_jax.algorithms.fedpne.plan import Tables, make_params, make_static, plan
 from tests.support.helpers import make
 

@@ -141,8 +141,8 @@ def test_two_processes_equal_one_device(tmp_path):
 
 
 class FakeDevice:
-    def __init__(self, process_index, id):
-        self.process_index, self.id = process_index, id
+    def __init__(self, process_index, device_id):
+        self.process_index, self.id = process_index, device_id
 
 
 def test_padding_and_process_shares():

@@ -124,6 +124,7 @@ def test_compensated_sums_do_not_stall():
     rewards per node, so it sums with compensation."""
     import jax
     import jax.numpy as jnp
+
     from objectives.ordered import compensated_add
 
     def total(x, steps):

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
+from fedpne_jax.cli import main
 from fedpne_jax.core import grid
 from fedpne_jax.experiments import sweep as sweep_lib
-from fedpne_jax.cli import main
 from tests.test_grid import C_VALUES, CONFIG, SEEDS, objective
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -194,6 +194,7 @@ def test_definition_is_normalised_and_checked(tmp_path):
 
 def test_chunk_planning():
     from types import SimpleNamespace
+
     from fedpne_jax.experiments.runner import missing, pack, pieces, plan
     assert missing([(0, 3), (5, 8)], 10) == [(3, 5), (8, 10)]
     assert missing([], 4) == [(0, 4)]

@@ -8,7 +8,8 @@ import json
 import os
 import tempfile
 
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from fedpne_jax import cli
 

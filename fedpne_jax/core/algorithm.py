@@ -91,7 +91,7 @@ class Style:
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     name: str
-    config_type: type
+    config_type: type[Any]
     make_static: MakeStatic
     make_params: MakeParams
     run_single: RunSingle
@@ -119,7 +119,7 @@ class Algorithm:
         return self.name, config.resolved(), {m: np.asarray(getattr(outputs, m)) for m in self.metrics}
 
 
-def check_inputs(algorithm: Algorithm, config, objective) -> None:
+def check_inputs(algorithm: Algorithm, config: Any, objective: Any) -> None:
     """Errors a run of ``config`` on ``objective`` can detect before compiling."""
     if not isinstance(config, algorithm.config_type):
         raise ValueError(f"config must be a {algorithm.config_type.__name__} for algorithm {algorithm.name!r}, "

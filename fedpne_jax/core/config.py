@@ -43,6 +43,8 @@ def parse_noise(spec: str) -> tuple[str, float]:
 class NoiseSpec:
     """What every algorithm's config derives from its ``noise`` string (and its ``replace``)."""
 
+    noise: str             # a field of every config dataclass built on this (not a dataclass itself)
+
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
 

@@ -27,8 +27,8 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from fedpne_jax.core import sharding
-from objectives.python import host_errors
 from fedpne_jax.core.validation import is_int
+from objectives.python import host_errors
 
 
 def seed_key(base_seed: int, seed: int):
@@ -146,7 +146,7 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
     # float64 runs trace, compile and execute with 64-bit types enabled for this call only.
     with jax.enable_x64(_real(static) == "float64"), \
             (jax.default_device(selected[0]) if mesh is None else contextlib.nullcontext()):
-        if jax.config.jax_disable_jit:
+        if jax.config.jax_disable_jit:  # type: ignore[attr-defined]  # a runtime flag attribute
             p, base, i, g, o = device_args(params, base_seed, ids, grid, None, objective)
             start = time.perf_counter()
             with host_errors(objective):

@@ -33,7 +33,7 @@ class WriteError(OSError):
         self.errno, self.strerror, self.filename = errno, message, filename
 
     def __str__(self) -> str:
-        return self.strerror
+        return self.strerror or ""
 
 
 def write_atomic(path: str, write, error: type = WriteError) -> None:
@@ -59,8 +59,8 @@ def write_atomic(path: str, write, error: type = WriteError) -> None:
         raise _error(error, path, target, err) from err
     if mode is not None and stat.S_ISLNK(mode):
         # realpath leaves a link it cannot resolve (a loop) in place; a rename would replace it.
-        err = OSError(errnos.ELOOP, os.strerror(errnos.ELOOP), path)
-        raise _error(error, path, target, err) from err
+        loop = OSError(errnos.ELOOP, os.strerror(errnos.ELOOP), path)
+        raise _error(error, path, target, loop) from loop
     if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
         _write_stream(path, target, write, error)
         return

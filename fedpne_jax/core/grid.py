@@ -19,7 +19,6 @@ from typing import Sequence
 import numpy as np
 
 
-
 def product(base, **values) -> list:
     """Configurations ``base.replace(**point)`` for every point of the Cartesian product of ``values``
     (keyword order; the last keyword varies fastest)."""

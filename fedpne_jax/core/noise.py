@@ -11,8 +11,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from objectives.ordered import no_contraction
 from fedpne_jax.core.errors import F_STAR_RTOL, FLAG_ABOVE_F_STAR, FLAG_NONFINITE, FLAG_RANGE
+from objectives.ordered import no_contraction
 
 
 def standard_normal(u):

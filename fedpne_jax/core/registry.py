@@ -20,6 +20,7 @@ import importlib.util
 import os
 import sys
 import warnings
+from typing import Any
 
 from fedpne_jax.core.algorithm import Algorithm, Style
 
@@ -126,6 +127,8 @@ def load_plugin(module: str) -> None:
                 raise ImportError(f"no such file: {module}")
             name = "fedpne_plugin_" + "".join(c if c.isalnum() else "_" for c in path)
             spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"not a Python module: {module}")
             loaded = importlib.util.module_from_spec(spec)
             sys.modules[name] = loaded       # as an import would: its dataclasses and pickles find it
             try:
@@ -196,7 +199,7 @@ def config_type(name: str) -> type:
     return get(name).config_type
 
 
-def make_config(name: str, **options):
+def make_config(name: str, **options: Any) -> Any:
     """The config of algorithm ``name`` from keyword options; an option the algorithm does not have
     raises ValueError listing the ones it has."""
     cls = config_type(name)

@@ -29,14 +29,14 @@ import jax
 import numpy as np
 
 import objectives
-from objectives import Objective
-
 from fedpne_jax.core import executor, registry, sharding
-from fedpne_jax.core.algorithm import Algorithm, check_inputs as check_pair
+from fedpne_jax.core.algorithm import Algorithm
+from fedpne_jax.core.algorithm import check_inputs as check_pair
 from fedpne_jax.core.errors import CapacityError, raise_for_objective
 from fedpne_jax.core.grid import group_indices, per_config
 from fedpne_jax.core.result import RunResult
 from fedpne_jax.core.validation import is_real
+from objectives import Objective
 
 
 def check_inputs(config, objective) -> Algorithm:
@@ -317,7 +317,7 @@ def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow
         if algorithm.grow is None:
             raise CapacityError(f"{algorithm.name}: a fixed-size table overflowed (seeds {seeds[:10].tolist()}); "
                                 f"this is a bug: tables are sized so that they cannot")
-        tables = algorithm.grow(tables, jax.tree.map(lambda a: a[failed], out), grow, seeds)
+        tables = algorithm.grow(tables, jax.tree.map(lambda a, failed=failed: a[failed], out), grow, seeds)
         pending = np.concatenate([batch[failed], rest])
         size, pad_to = None, None
     return outputs, tables, compile_s, run_s
@@ -326,7 +326,7 @@ def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow
 def _call_runs(run_single, static, params, objective, runs: int, budget, devices, grid: bool) -> int:
     """Runs per call: all of them without a budget (or eagerly, under jax.disable_jit), else what
     executor.fit_runs finds from XLA's memory analysis of the program (which the calls then run)."""
-    if budget is None or jax.config.jax_disable_jit:
+    if budget is None or jax.config.jax_disable_jit:  # type: ignore[attr-defined]  # a runtime flag attribute
         return runs
     selected = sharding.select_devices(devices)
     measure = lambda R: executor.memory_bytes(executor.memory(run_single, static, params, objective, R, grid=grid,

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from typing import Any
 
 import jax
 import numpy as np
+
 from fedpne_jax.core.validation import is_int
 
 AXIS = "runs"
@@ -139,6 +141,6 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
                process_id: int | None = None) -> None:
     """``jax.distributed.initialize`` with the given arguments (all None: detected from the cluster
     environment, e.g. SLURM or Open MPI).  Must run before anything touches a device."""
-    kwargs = {k: v for k, v in dict(coordinator_address=coordinator, num_processes=num_processes,
+    kwargs: dict[str, Any] = {k: v for k, v in dict(coordinator_address=coordinator, num_processes=num_processes,
                                     process_id=process_id).items() if v is not None}
     jax.distributed.initialize(**kwargs)

@@ -18,10 +18,17 @@ import sys
 
 import numpy as np
 
-from fedpne_jax.experiments.store import (INDEX_FILE, SWEEP_FILE, BadChunk, listed_file, read_index, read_json,
-                                          scan_chunks, verify_chunk)
+from fedpne_jax.experiments.store import (
+    INDEX_FILE,
+    SWEEP_FILE,
+    BadChunk,
+    listed_file,
+    read_index,
+    read_json,
+    scan_chunks,
+    verify_chunk,
+)
 from fedpne_jax.experiments.sweep import SweepError
-
 
 LABEL_ORDER = ["objective", "algorithm", "num_clients", "horizon"]
 
@@ -131,7 +138,7 @@ class SweepResults:
         return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def load_sweep(path, allow_partial: bool = False) -> SweepResults:
+def load_sweep(path: str | os.PathLike, allow_partial: bool = False) -> SweepResults:
     """The results folder ``path`` as a :class:`SweepResults`.  An unfinished sweep raises SweepError
     unless ``allow_partial`` (missing runs are then NaN and ``done`` is False there).
 

@@ -21,18 +21,17 @@ import json
 import sys
 import time
 
-import numpy as np
-
 import jax
+import numpy as np
 from jax.experimental import multihost_utils
 
-from fedpne_jax.core import executor as driver, sharding
+from fedpne_jax.core import executor as driver
 from fedpne_jax.core import run as runs
+from fedpne_jax.core import sharding
 from fedpne_jax.core.grid import group_indices
+from fedpne_jax.core.validation import is_int
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.store import Store, check_writable
-from fedpne_jax.core.validation import is_int
-
 
 
 @dataclasses.dataclass

@@ -467,7 +467,7 @@ class Store:
             arrays = {k: np.asarray(part[k]) for k in ("seeds", "final_regret", "curves", "checkpoints")}
             arrays.update({f"metric.{k}": np.asarray(v) for k, v in part["metrics"].items()})
             arrays[IDENTITY] = np.asarray(json.dumps(dict(entry, sweep=self.sweep.hash), sort_keys=True))
-            write_atomic(os.path.join(self.path, relative), lambda fh: np.savez(fh, **arrays))
+            write_atomic(os.path.join(self.path, relative), lambda fh, arrays=arrays: np.savez(fh, **arrays))
             self.chunks[name] = entry
         self._write_index()
 

@@ -31,8 +31,8 @@ import re
 
 import numpy as np
 
-from fedpne_jax.core.errors import MissingExtra
 from fedpne_jax.core import registry
+from fedpne_jax.core.errors import MissingExtra
 from fedpne_jax.experiments.load import LABEL_ORDER, load_sweep
 from fedpne_jax.paper.figures import FULL_WIDTH, stats
 
@@ -87,7 +87,7 @@ def _hex(colour: str) -> str:
 def _registry_colours() -> set:
     out = set()
     for name in registry.NAMES:
-        for result_name, s in registry.get(name).styles:
+        for _, s in registry.get(name).styles:
             if s.colour:
                 out.add(_hex(s.colour))
     return out

@@ -19,15 +19,17 @@ import io
 import os
 
 from fedpne_jax.core.errors import MissingExtra
+from fedpne_jax.core.files import write_atomic
 from fedpne_jax.core.result import device_name, versions
-from fedpne_jax.experiments import store, sweep as sweep_lib
+from fedpne_jax.core.validation import is_int
+from fedpne_jax.experiments import store
+from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.runner import run_sweep
-from fedpne_jax.core.files import write_atomic
 from fedpne_jax.experiments.store import read_json
-from fedpne_jax.paper import figures as figs, summary
+from fedpne_jax.paper import figures as figs
 from fedpne_jax.paper import plot as plotting
-from fedpne_jax.core.validation import is_int
+from fedpne_jax.paper import summary
 
 
 def folder(out: str, quick: bool, seeds: int | None) -> str:

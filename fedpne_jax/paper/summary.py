@@ -14,9 +14,9 @@ import os
 
 import numpy as np
 
-from fedpne_jax.paper.figures import SCHEMA, TITLES
-from fedpne_jax.core.registry import label
 from fedpne_jax.core.files import write_atomic
+from fedpne_jax.core.registry import label
+from fedpne_jax.paper.figures import SCHEMA, TITLES
 
 Z = 2.0
 HELD, NOT_HELD, INCONCLUSIVE = "**held**", "**not held**", "**inconclusive**"

@@ -7,10 +7,10 @@ import numpy as np
 
 import fedpne_jax as fp
 import objectives
-from tests.support import reference
 from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.algorithms.fedpne.engine import run_keys
 from fedpne_jax.core.executor import seed_key
+from tests.support import reference
 
 
 def reference_problem(objective) -> reference.RefProblem:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 # ---------------------------------------------------------------- objectives (NumPy, float64)
 
 def garland(x):

@@ -16,8 +16,18 @@ import math
 import numpy as np
 
 from tests.support.reference import FUNCTIONS
-from tests.support.reference_hct import Node, RefRun, all_nodes, backward_b, best_child, checkpoint_rounds, longest_dim, \
-    make_children, noisy, path_b
+from tests.support.reference_hct import (
+    Node,
+    RefRun,
+    all_nodes,
+    backward_b,
+    best_child,
+    checkpoint_rounds,
+    longest_dim,
+    make_children,
+    noisy,
+    path_b,
+)
 
 
 def default_depth_limit(T: int, nu: float, rho: float) -> int:

@@ -52,14 +52,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.noise import subgaussian_scale
-from fedpne_jax.core.validation import check_int, check_real
-from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.algorithms.arms import arm_grid as arm_grid
-from fedpne_jax.core.config import MAX_CLIENTS
 from fedpne_jax.core import counters
 from fedpne_jax.core import pulls as pulls_lib
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
+from fedpne_jax.core.noise import subgaussian_scale
+from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import exact_sqrt, inclusive_scan, pairwise_mean
 
 NOISE_STREAM = 0x4E4F4953       # fold_in tag of the key of the phases' rewards

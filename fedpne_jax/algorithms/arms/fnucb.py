@@ -62,12 +62,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from fedpne_jax.algorithms.arms import arm_grid as arm_grid
 from fedpne_jax.core import checkpoints
 from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
 from fedpne_jax.core.validation import check_int, check_real
-from fedpne_jax.core.config import BaselineConfig
-from fedpne_jax.algorithms.arms import arm_grid as arm_grid
-from fedpne_jax.core.config import MAX_CLIENTS
 from objectives.ordered import exact_sqrt, pairwise_mean, pairwise_sum
 
 INIT_STREAM = 0x494E4954        # fold_in tags of the run key

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.validation import check_int
 from fedpne_jax.algorithms.gp import gp, gpucb
 from fedpne_jax.algorithms.gp.gpucb import Params, make_params
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.validation import check_int
 
 MAX_CLIENTS = 4096
 

@@ -35,9 +35,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fedpne_jax.algorithms.gp import gp
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.validation import check_int, check_real
-from fedpne_jax.algorithms.gp import gp
 from objectives.ordered import exact_sqrt
 
 

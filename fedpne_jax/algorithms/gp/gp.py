@@ -59,8 +59,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.core import checkpoints, noise
-from fedpne_jax.core.counters import threefry_words, unit_floats
 from fedpne_jax.core.config import BaselineConfig
+from fedpne_jax.core.counters import threefry_words, unit_floats
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import compensated_add, exact_sqrt, pairwise_mean, pairwise_sum
 

@@ -28,10 +28,10 @@ from typing import NamedTuple, Optional
 import jax.numpy as jnp
 import numpy as np
 
+from fedpne_jax.algorithms.gp import gp
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.noise import subgaussian_scale
 from fedpne_jax.core.validation import check_real
-from fedpne_jax.algorithms.gp import gp
 
 
 @dataclasses.dataclass(frozen=True)

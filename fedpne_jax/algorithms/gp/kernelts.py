@@ -27,11 +27,11 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from fedpne_jax.algorithms.gp import gp
 from fedpne_jax.core import noise
 from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.validation import check_real
-from fedpne_jax.algorithms.gp import gp
 from fedpne_jax.core.counters import unit_floats
+from fedpne_jax.core.validation import check_real
 
 
 @dataclasses.dataclass(frozen=True)
