@@ -71,9 +71,9 @@ def test_grid_matches_reference():
 @pytest.mark.parametrize("horizon", [600, 3000, 170])
 def test_noise_free_equals_reference(garland, horizon):
     """Same arms pulled in every round (T = 600, a checkpoint per round), same eliminations, phases,
-    uploads, recommendation.  T = 3000 commits to one arm, T = 170 cuts the second phase (one compiled
-    program: T is data)."""
-    config = EXACT.replace(horizon=horizon)
+    uploads, recommendation.  T = 3000 commits to one arm, T = 170 cuts the second phase (T is data:
+    600 and 3000 share one compiled program; 170 has a checkpoint per round too, as C <= T)."""
+    config = EXACT.replace(horizon=horizon, checkpoints=min(EXACT.checkpoints, horizon))
     out = engine(config, garland, np.arange(SEEDS))
     seeds = np.arange(4)
     prob = reference_problem(garland)
@@ -127,7 +127,7 @@ def test_regret_sublinear_on_garland(noisy):
 
 
 def test_registry_and_json(garland, tmp_path):
-    res = fp.run(NOISY.replace(horizon=300), garland, seeds=[5])
+    res = fp.run(NOISY.replace(horizon=300, checkpoints=300), garland, seeds=[5])
     assert res.algorithm == "fed1ucb" and res.recommendation.shape == (1, 1)
     assert res.config["pulls_per_phase"] == math.ceil(math.log(300)) and res.config["sigma"] == 0.5
     res.write_json(tmp_path / "r.json")
@@ -161,7 +161,7 @@ def test_objective_errors(garland):
     shift[1] = np.nan
     bad = dataclasses.replace(garland, data={"shift": jnp.asarray(shift)})
     with pytest.raises(ObjectiveError, match="garland.*NaN"):
-        fp.run(NOISY.replace(horizon=300), bad, seeds=[0])
+        fp.run(NOISY.replace(horizon=300, checkpoints=300), bad, seeds=[0])
 
 
 def test_flags_of_pulled_arms_only():
