@@ -7,6 +7,7 @@ import dataclasses
 import os
 import sys
 import tempfile
+import threading
 import time
 
 import jax
@@ -103,7 +104,10 @@ def _run_parser(sub):
                    help=f"regret checkpoints, evenly spaced, the last at T (default: {DEFAULT_CHECKPOINTS})")
     p.add_argument("--capacity", type=int, default=None, help="initial node-table capacity (default: from config)")
     p.add_argument("--no-grow", action="store_true", help="fail instead of growing a full node table")
-    p.add_argument("--output", default=None, help="write the result as JSON to this file")
+    p.add_argument("--memory-gb", type=float, default=None,
+                   help="memory budget per device for one call's XLA buffers (default 2); more seeds run in "
+                        "several calls, with the same numbers")
+    p.add_argument("--output", default=None, help="write the result as JSON to this file (- for standard output)")
     _plugin_option(p)
     _device_options(p)
     return p
@@ -333,10 +337,13 @@ def cmd_run(args) -> int:
                                           instance=args.instance,
                                           **({} if args.amplitude is None else {"amplitude": args.amplitude}))
     seeds = args.seeds if args.seeds is not None else objectives.default_seeds(args.objective)
-    result = run(config, objective, seeds=seeds, base_seed=args.seed, devices=_devices(args.devices),
-                 grow=not args.no_grow)
+    interrupted, result = run_interruptibly(
+        lambda stop, progress: run(config, objective, seeds=seeds, base_seed=args.seed, devices=_devices(args.devices),
+                                   grow=not args.no_grow, memory_gb=args.memory_gb, stop=stop, progress=progress))
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
         return 0
+    if interrupted:
+        return keep_interrupted(result, args.output)
     # With --output - the JSON goes to standard output alone, so the summary goes to stderr.
     report = sys.stderr if args.output == "-" else sys.stdout
     print(result.summary(), file=report)
@@ -348,6 +355,64 @@ def cmd_run(args) -> int:
         if args.output != "-":
             print(f"  wrote {args.output}")
     return 0
+
+
+def run_interruptibly(compute) -> tuple[bool, object]:
+    """``compute(stop, progress)`` in a worker thread, so that Ctrl-C is answered at once: the first
+    says that the run stops after the call in flight (a compiled call cannot be cut), and how long
+    calls have taken; the second exits at once.  Returns (interrupted, what compute returned)."""
+    box: dict = {}
+    stopping, finished = threading.Event(), threading.Event()
+    calls: list = []
+    started = time.monotonic()
+
+    def work():
+        try:
+            box["value"] = compute(stopping.is_set, lambda done, total, seconds: calls.append((done, total, seconds)))
+        except BaseException as err:            # re-raised in the main thread, where the CLI reports it
+            box["error"] = err
+        finally:
+            finished.set()
+
+    worker = threading.Thread(target=work, name="fedpne-run", daemon=True)
+    worker.start()
+    # An event, not Thread.join: a KeyboardInterrupt inside join can leave the thread marked finished.
+    while not finished.is_set():
+        try:
+            finished.wait(0.1)
+        except KeyboardInterrupt:
+            if stopping.is_set():
+                print(f"fedpne: {INTERRUPTED['run']}; exiting now", file=sys.stderr, flush=True)
+                os._exit(EXIT_INTERRUPTED)
+            stopping.set()
+            elapsed = time.monotonic() - started
+            if calls:
+                done, total, seconds = calls[-1]
+                expect = (f"{done:,} of {total:,} runs are done; a call takes about {seconds:.1f} s "
+                          f"(this one has run {elapsed - sum(c[2] for c in calls):.1f} s)")
+            else:
+                expect = f"this is the first call, compilation included; it has run {elapsed:.1f} s"
+            print(f"fedpne: stopping after the call in flight ({expect}); press Ctrl-C again to exit now",
+                  file=sys.stderr, flush=True)
+    if "error" in box:
+        raise box["error"]
+    return stopping.is_set(), box.get("value")
+
+
+def keep_interrupted(result, output) -> int:
+    """After a Ctrl-C the finished runs are written to --output (marked partial), else said lost."""
+    done = f"{result.num_seeds:,} seed(s)" + (" (all of them)" if not result.partial else "")
+    if output is None:
+        print(f"fedpne: interrupted; the {done} that finished were not kept (no --output)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        result.write_json(output)
+    except OSError as err:
+        keep_result(result, output, err)
+        return EXIT_INTERRUPTED
+    print(f"fedpne: interrupted; the {done} that finished are in {output}"
+          + (", marked partial" if result.partial else ""), file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def describe_params(algorithm) -> str:

@@ -43,6 +43,7 @@ class RunResult:
     # label, colour and marker, kept with the numbers: a result file names its algorithm's style even
     # where that algorithm (a plugin) is not installed
     style: dict | None = None
+    partial: bool = False        # stopped early (Ctrl-C): ``seeds`` lists the runs that finished
 
     def __getattr__(self, name):
         metrics = self.__dict__.get("metrics") or {}
@@ -52,7 +53,7 @@ class RunResult:
 
     @classmethod
     def build(cls, algorithm, resolved: dict, objective, ids, base_seed, checkpoint_rounds, curves,
-              final_regret, metrics, compile_seconds, run_seconds):
+              final_regret, metrics, compile_seconds, run_seconds, partial: bool = False):
         resolved = dict(resolved, objective=objective.name, dim=objective.dim, lo=list(objective.lo),
                         hi=list(objective.hi), f_star=objective.f_star)
         return cls(algorithm=algorithm, config=resolved, objective=objective.name, seeds=np.asarray(ids),
@@ -60,7 +61,7 @@ class RunResult:
                    curves=np.asarray(curves, np.float64), final_regret=np.asarray(final_regret, np.float64),
                    metrics={k: np.asarray(v) for k, v in metrics.items()},
                    compile_seconds=float(compile_seconds), run_seconds=float(run_seconds),
-                   style=_style(algorithm))
+                   style=_style(algorithm), partial=bool(partial))
 
     @property
     def label(self) -> str:
@@ -100,7 +101,8 @@ class RunResult:
         c = self.config
         clients = f"M={c['num_clients']} " if "num_clients" in c else ""
         kind = "per-client regret R(T)/M" if "num_clients" in c else "regret R(T)"
-        lines = [f"{self.label} on {self.objective}: {clients}T={c['horizon']} seeds={self.num_seeds} "
+        partial = " (partial: the run was stopped)" if self.partial else ""
+        lines = [f"{self.label} on {self.objective}: {clients}T={c['horizon']} seeds={self.num_seeds}{partial} "
                  f"device={device_name()}",
                  f"  final {kind}: {f.mean():.6g} ± {std} (mean ± std over seeds)"]
         m = self.metrics
@@ -125,6 +127,7 @@ class RunResult:
             "versions": versions(),
             "device": device_name(),
             "seeds": self.seeds.tolist(),
+            "partial": self.partial,
             "base_seed": self.base_seed,
             "checkpoints": self.checkpoints.tolist(),
             "regret_mean": self.regret_mean.tolist(),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Sequence
+from typing import Callable, Sequence
 
 import jax
 import numpy as np
@@ -129,7 +129,8 @@ def static_key(config, objective):
 
 
 def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, grow: bool = True,
-        devices=None, memory_gb: float | None = None) -> RunResult:
+        devices=None, memory_gb: float | None = None, stop: Callable[[], bool] | None = None,
+        progress: Callable[[int, int, float], None] | None = None) -> RunResult:
     """Run the algorithm of ``config`` (any registered configuration, see :func:`fedpne_jax.make_config`)
     on ``objective`` for the given seeds.
 
@@ -142,6 +143,9 @@ def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, g
     the seeds over (default: :func:`fedpne_jax.set_default_devices`, initially all).  ``memory_gb``:
     the budget of one call's XLA buffers per device (default 2, as for sweeps): more seeds than fit
     run in several calls, with the same numbers; results that alone exceed it are refused.
+    ``stop``: asked before every call after the first; once it returns True no further call starts,
+    and the result holds the seeds finished so far, marked ``partial`` (the command line's Ctrl-C).
+    ``progress(runs done, runs in all, seconds of the call)`` is called after every call.
     """
     objective = resolve_objectives([config], objective)[0]
     algorithm = check_inputs(config, objective)
@@ -151,7 +155,7 @@ def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, g
     check_host_memory([(algorithm, [config], count)], objective)
     ids = executor.seed_ids(seeds)
     return _run_pairs([config], objective, np.zeros(ids.size, np.int64), ids, base_seed, grow, devices,
-                      budget=budget)[0]
+                      budget=budget, stop=stop, progress=progress)[0]
 
 
 def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, grow: bool = True,
@@ -259,11 +263,17 @@ def _params(algorithm, configs, tables, single: bool):
     return algorithm.make_params(configs[0], tables) if single else stack_params(algorithm, configs, tables)
 
 
-def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to=None, budget=None):
+def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to=None, budget=None,
+               stop=None, progress=None):
     algorithm = registry.for_config(configs[0])
     single = len(configs) == 1
-    out, tables, compile_s, run_s = _run_growing(algorithm, configs, objective, None if single else grid_index,
-                                                 ids, base_seed, grow, devices, pad_to, budget)
+    out, tables, compile_s, run_s, finished = _run_growing(
+        algorithm, configs, objective, None if single else grid_index, ids, base_seed, grow, devices, pad_to, budget,
+        stop, progress)
+    partial = not finished.all()
+    if partial:              # stopped: only the finished runs make the results
+        out = jax.tree.map(lambda a: a[finished], out)
+        grid_index, ids = np.asarray(grid_index)[finished], ids[finished]
 
     def build(config, rows):
         share = rows.size / ids.size
@@ -271,22 +281,27 @@ def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pa
         rows = slice(None) if rows.size == ids.size else rows
         name, resolved, metrics = algorithm.describe(config, tables, jax.tree.map(lambda a: a[rows], out))
         return RunResult.build(name, resolved, objective, ids[rows], base_seed, config.checkpoint_rounds,
-                               out.curve[rows], out.final_regret[rows], metrics, compile_s * share, run_s * share)
+                               out.curve[rows], out.final_regret[rows], metrics, compile_s * share, run_s * share,
+                               partial=partial)
 
     return per_config(configs, grid_index, build)
 
 
-def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow, devices, pad_to, budget=None):
+def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow, devices, pad_to, budget=None,
+                 stop=None, progress=None):
     """Execute all runs, in calls of the size :func:`_call_runs` gives for ``budget`` (None: one
     call), streaming each call's outputs into arrays for all runs, and rerun the runs whose tables
     overflowed with the larger ones the algorithm's ``grow`` gives (the runs still to come then
-    start with them too).  Returns (outputs for every run, final tables, compile s, run s)."""
+    start with them too).  ``stop()`` True before a call ends the loop there.  Returns (outputs for
+    every run, final tables, compile s, run s, which runs finished)."""
     tables = algorithm.initial_tables(configs)
     outputs = None
     pending = np.arange(ids.size)
     compile_s = run_s = 0.0
     size = None          # runs per call with the current tables
     while pending.size:
+        if stop is not None and outputs is not None and stop():
+            break
         static = algorithm.make_static(configs[0], objective, tables)
         params = _params(algorithm, configs, tables, grid_index is None)
         if size is None:
@@ -311,6 +326,8 @@ def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow
             full[batch[done]] = part[done]
         failed = ~done
         pending = rest
+        if progress is not None:
+            progress(ids.size - pending.size - int(failed.sum()), ids.size, c_s + r_s)
         if not failed.any():
             continue
         seeds = ids[batch[failed]]
@@ -320,7 +337,9 @@ def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow
         tables = algorithm.grow(tables, jax.tree.map(lambda a, failed=failed: a[failed], out), grow, seeds)
         pending = np.concatenate([batch[failed], rest])
         size, pad_to = None, None
-    return outputs, tables, compile_s, run_s
+    finished = np.ones(ids.size, bool)
+    finished[pending] = False
+    return outputs, tables, compile_s, run_s, finished
 
 
 def _call_runs(run_single, static, params, objective, runs: int, budget, devices, grid: bool) -> int:

@@ -1,0 +1,74 @@
+"""Ctrl-C during ``fedpne run``: the first says at once that the run stops after the call in flight,
+the second exits at once, and the runs that finished are kept in --output, marked partial."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+from fedpne_jax import cli
+
+
+def _interrupt_after(*delays):
+    def send():
+        for d in delays:
+            time.sleep(d)
+            signal.raise_signal(signal.SIGINT)
+    threading.Thread(target=send, daemon=True).start()
+
+
+def test_first_ctrl_c_stops_after_the_call_in_flight(capsys):
+    def compute(stop, progress):
+        progress(10, 100, 0.5)
+        while not stop():                       # a call in flight, until the stop request arrives
+            time.sleep(0.01)
+        return "finished runs"
+
+    _interrupt_after(0.3)
+    assert cli.run_interruptibly(compute) == (True, "finished runs")
+    err = capsys.readouterr().err
+    assert "stopping after the call in flight (10 of 100 runs are done; a call takes about 0.5 s" in err
+    assert "press Ctrl-C again to exit now" in err
+
+
+def test_second_ctrl_c_exits_at_once(capsys, monkeypatch):
+    def exit_now(code):
+        raise SystemExit(code)
+
+    monkeypatch.setattr(cli.os, "_exit", exit_now)
+    release = threading.Event()
+    _interrupt_after(0.3, 0.3)
+    start = time.monotonic()
+    with pytest.raises(SystemExit) as exited:
+        cli.run_interruptibly(lambda stop, progress: release.wait(30))
+    release.set()
+    assert exited.value.code == 130 and time.monotonic() - start < 10
+    assert "interrupted; no result was written; exiting now" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_ctrl_c_keeps_the_finished_seeds(tmp_path):
+    out = tmp_path / "run.json"
+    # Many small calls (a 1 MiB budget), far more work than the wait below: SIGINT lands mid-run.
+    child = subprocess.Popen([sys.executable, "-m", "fedpne_jax", "run", "--algorithm", "hct", "--horizon", "200",
+                              "--seeds", "200000", "--memory-gb", "0.001", "--checkpoints", "5", "--output", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=240)
+    assert child.returncode == 130, stderr
+    assert "stopping after the call in flight" in stderr and "marked partial" in stderr
+    data = json.loads(out.read_text())
+    n = len(data["seeds"])
+    assert data["partial"] is True and 0 < n < 200000 and data["seeds"] == list(range(n))
+    # The finished seeds are exactly what a run of those seeds gives.
+    first = fp.run(fp.make_config("hct", horizon=200, checkpoints=5, noise="gaussian:0.1"), "garland",
+                   seeds=min(n, 4))
+    np.testing.assert_array_equal(data["per_seed"]["final_regret"][:first.num_seeds], first.final_regret)
+    assert os.path.getsize(out) > 0
