@@ -76,9 +76,17 @@ def check_function(function) -> int:
     return int(function)
 
 
+MAX_DIM = 1000     # COCO's suites go to 40 (bbob) and 640 (bbob-largescale)
+
+
 def check_dim(function: int, dim) -> int:
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
         raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    if dim > MAX_DIM:
+        # The instance's rotations are D x D matrices built with exactly rounded host sums (O(D^3)),
+        # and every evaluation multiplies by them: D = 10^5 would need 80 GB per matrix.
+        raise ValueError(f"dim: BBOB functions are built here for dim <= {MAX_DIM} (their rotation matrices "
+                         f"have dim^2 entries: {8 * int(dim) ** 2 / 2**30:.3g} GiB each at dim={dim}), got {dim}")
     if dim == 1 and function not in ONE_DIMENSIONAL:
         raise ValueError(f"dim: BBOB f{function} ({NAMES[function]}) needs dim >= 2 (COCO defines only "
                          f"f{', f'.join(map(str, ONE_DIMENSIONAL))} in one dimension), got 1")

@@ -55,3 +55,9 @@ def test_short_runs_default_to_one_checkpoint_per_round(tmp_path):
     path = tmp_path / "r.json"
     assert main(["run", "--algorithm", "hoo", "--horizon", "30", "--seeds", "1", "--output", str(path)]) == 0
     assert json.loads(path.read_text())["checkpoints"] == list(range(1, 31))
+
+
+def test_a_huge_bbob_dimension_is_refused_naming_dim(capsys):
+    assert main(["run", "--objective", "bbob-f7", "--dim", "100000", "--horizon", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "dim: BBOB functions are built here for dim <= 1000" in err and "74.5 GiB each" in err
