@@ -141,8 +141,8 @@ REGISTRY = {
 REAL_REGISTRY = {
     "landmine": RealSpec(
         _build_landmine, landmine.local, landmine.global_, landmine.LO, landmine.HI, "1 (the paper's choice)",
-        # Each evaluation trains an SVM (20-60 per second on 2 CPU cores): a 500-round run of 4 clients
-        # takes about 10 s per seed.
+        # Each evaluation trains an SVM (20-60 per second on 2 CPU cores); Fed-PNE evaluates only the
+        # rows a phase pulls, so a 500-round run of 4 clients takes about 1 s per seed.
         max_clients=landmine.NUM_FIELDS, default_clients=4, default_horizon=500, default_seeds=4,
         source="Landmine data (Liu, Liao, Carin 2007), one field per client; AUC of an RBF SVM (Dai et al. 2020)",
         domain="(C, gamma) in [1e-4, 10] x [0.01, 10]"),

@@ -11,6 +11,13 @@
   the small-C solutions unconverged (their AUCs then depend on C although the exact ones do not), so
   the reference is run to 1e-12.
 * ``--dense``: dense-search estimates of the best global value of each objective (default M).
+* ``--evaluations``: Fed-PNE on the iterative objectives evaluates only the rows a phase pulls
+  (fedpne_jax/algorithms/fedpne/evaluation.py).  Landmine (M = 4, T = 500, 4 seeds): run seconds and
+  evaluations with every row of the node table evaluated (``eval_block=0``, the earlier path) and
+  with the pulled rows only, whether the two give the same numbers, and the same runs through
+  landmine-sklearn (SVC on the host, which fits only distinct points; needs the svm extra).  Digits
+  (default M, T, seeds): evaluations with the pulled rows only, against every row (from the runs'
+  counters: evaluation calls x capacity x sites x M).  Only this section runs with the flag.
 
 ``objective_rows(quick)`` returns the throughput and agreement rows; ``scripts/bench.py`` may import it.
 """
@@ -25,12 +32,15 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402,F401  (the project on the import path)
-
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
+from fedpne_jax.algorithms.fedpne import engine  # noqa: E402
 from objectives import covid, landmine  # noqa: E402
+from objectives import python as pyobj  # noqa: E402
+from objectives.errors import MissingExtra  # noqa: E402
 
 REAL = ("landmine", "covid", "digits")
 
@@ -149,6 +159,54 @@ def _dense_row(name, obj, X) -> dict:
                 seconds_incl_compile=time.perf_counter() - start)
 
 
+def _evaluation_fields(run: dict, seeds: int) -> dict:
+    return dict(eval_block=run["eval_block"], capacity=run["capacity"], run_seconds=run["run_seconds"],
+                compile_seconds=run["compile_seconds"], evaluations=int(run["total"].sum()),
+                evaluations_every_row=int(run["every_row_total"].sum()), seeds=seeds)
+
+
+def evaluation_rows(quick: bool = False) -> list[dict]:
+    """Landmine with every row evaluated against the pulled rows only (and against landmine-sklearn) on
+    the same runs, and digits' evaluations per run on both paths (see the module's docstring).  Run
+    seconds exclude compilation; the faster path's run is timed twice and its best kept."""
+    rows = []
+    M, T, seeds = 4, 500, 4
+    config = fp.FedPNEConfig(num_clients=M, horizon=T)
+    obj = objectives.make_objective("landmine", M)
+    every = engine.evaluation_run(config, obj, seeds, eval_block=0)
+    pulled = [engine.evaluation_run(config, obj, seeds) for _ in range(2)]
+    best = min(pulled, key=lambda r: r["run_seconds"])
+    same = all(np.array_equal(a, b) for a, b in zip(every["outputs"][:-1], best["outputs"][:-1]))
+    row = dict(kind="evaluations", objective="landmine", clients=M, horizon=T, device=_device(),
+               every_row=_evaluation_fields(every, seeds), pulled_rows=_evaluation_fields(best, seeds),
+               identical_outputs=bool(same), final_regret=[float(v) for v in best["outputs"].final_regret])
+    try:
+        sk = objectives.make_objective("landmine-sklearn", M)
+    except MissingExtra:
+        sk = None
+    if sk is not None:
+        same_table = config.replace(capacity=best["capacity"])    # no overflow and rerun: one call, as above
+        fp.run(same_table, sk, seeds=seeds)                        # compiles; the host's fits are memoised
+        sk = objectives.make_objective("landmine-sklearn", M)      # a fresh memo for the timed run
+        start = time.perf_counter()
+        res = fp.run(same_table, sk, seeds=seeds)
+        wall = time.perf_counter() - start
+        stats = pyobj.stats(sk)
+        row["sklearn"] = dict(run_seconds=res.run_seconds, wall_seconds=wall, host_seconds=stats["seconds"],
+                              host_distinct_points=stats["distinct_points"],
+                              max_abs_final_regret_diff=float(np.max(np.abs(res.final_regret
+                                                                           - best["outputs"].final_regret))))
+    rows.append(row)
+    name = "digits"
+    M, T = objectives.default_size(name)
+    seeds = 2 if quick else objectives.spec(name).default_seeds
+    run = engine.evaluation_run(fp.FedPNEConfig(num_clients=M, horizon=T), objectives.make_objective(name, M), seeds)
+    rows.append(dict(kind="evaluations", objective=name, clients=M, horizon=T, device=_device(),
+                     pulled_rows=_evaluation_fields(run, seeds), per_run=[int(v) for v in run["total"]],
+                     per_run_every_row=[int(v) for v in run["every_row_total"]]))
+    return rows
+
+
 def print_rows(rows) -> None:
     for r in rows:
         if r["kind"] == "throughput":
@@ -164,14 +222,37 @@ def print_rows(rows) -> None:
         elif r["kind"] == "dense_search":
             print(f"dense search {r['objective']:9s} M={r['clients']:2d}: best {r['best_value']:.6f} at "
                   f"{r['best_x']} over {r['points']} points (f* used: {r['f_star']:.6f})")
+        elif r["kind"] == "evaluations":
+            p = r["pulled_rows"]
+            head = (f"Fed-PNE {r['objective']} M={r['clients']} T={r['horizon']} {p['seeds']} seeds "
+                    f"(capacity {p['capacity']}):")
+            if "every_row" in r:
+                e = r["every_row"]
+                print(f"{head} every row {e['evaluations']} evaluations in {e['run_seconds']:.2f} s; pulled rows "
+                      f"(blocks of {p['eval_block']}) {p['evaluations']} in {p['run_seconds']:.2f} s; identical "
+                      f"outputs: {r['identical_outputs']}")
+            else:
+                print(f"{head} {p['evaluations']} evaluations (every row: {p['evaluations_every_row']}) in "
+                      f"{p['run_seconds']:.2f} s; per run {r['per_run']} (every row: {r['per_run_every_row']})")
+            if "sklearn" in r:
+                k = r["sklearn"]
+                print(f"  landmine-sklearn, same runs: {k['run_seconds']:.2f} s ({k['host_distinct_points']} distinct "
+                      f"points on the host), final regret within {k['max_abs_final_regret_diff']:.2e} of the JAX runs")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small batches and grids (a smoke run)")
     ap.add_argument("--dense", action="store_true", help="also run the dense searches (minutes)")
+    ap.add_argument("--evaluations", action="store_true",
+                    help="only the rows-evaluated comparison of Fed-PNE on landmine and digits (minutes)")
     ap.add_argument("--out", default="bench_objectives.json")
     args = ap.parse_args(argv)
+    if args.evaluations:
+        rows = evaluation_rows(args.quick)
+        print_rows(rows)
+        harness.report({"objectives": rows}, args.out)
+        return 0
     rows = objective_rows(args.quick)
     if args.dense:
         rows += dense_search_rows(args.quick)

@@ -2,19 +2,24 @@
 
 The shared executor (fedpne_jax/core/run.py) vmaps ``run_single`` over seeds and grids, compiles it
 once per shape, shards it over devices and grows the node table when a run flags an overflow (see
-plan.grow); ``report`` turns the stacked outputs into a result.
+plan.grow); ``report`` turns the stacked outputs into a result.  ``evaluation_run`` runs seeds at one
+table size and also returns the objective evaluations they performed (benchmarks, tests).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fedpne_jax.algorithms.fedpne import evaluation, plan
 from fedpne_jax.algorithms.fedpne import phase as phase_lib
 from fedpne_jax.algorithms.fedpne.config import FedPNEConfig
 from fedpne_jax.algorithms.fedpne.plan import Params, Static, Tables
+from fedpne_jax.core import executor
+from fedpne_jax.core.errors import raise_for_objective
 
 
 class RunOutput(NamedTuple):
@@ -26,6 +31,7 @@ class RunOutput(NamedTuple):
     recommendation: jax.Array  # (D,)
     max_active: jax.Array
     flags: jax.Array
+    evaluations: jax.Array     # (4,) objective evaluations (evaluation.counts); not a reported metric
 
 
 def run_single(static: Static, params: Params, objective, key) -> RunOutput:
@@ -40,7 +46,7 @@ def run_single(static: Static, params: Params, objective, key) -> RunOutput:
 
     state = jax.lax.while_loop(lambda s: (s.t < static.horizon) & (s.flags == 0), body, state)
     return RunOutput(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
-                     state.recommendation, state.max_active, state.flags)
+                     state.recommendation, state.max_active, state.flags, state.evaluations)
 
 
 def run_keys(key):
@@ -62,3 +68,28 @@ def report(config: FedPNEConfig, sizes: Tables, out: RunOutput) -> tuple[str, di
                    recommendation=np.asarray(out.recommendation, np.float64),
                    max_active=np.asarray(out.max_active, np.int64))
     return ("dp-fedpne" if config.dp else "fedpne"), resolved, metrics
+
+
+def evaluation_run(config: FedPNEConfig, objective, seeds: int = 1, base_seed: int = 0,
+                   eval_block: int | None = None) -> dict:
+    """Seeds of ``config`` with the objective evaluations every run performed (evaluation.counts) and
+    the raw outputs, for benchmarks and tests: fp.run reports neither.  All seeds run at one node-table
+    capacity, the initial one grown (plan.grow) until no run overflows it; seconds are those of the
+    last call.  ``eval_block`` overrides the rows evaluated per trip (0: every row of the table at every
+    evaluation call, the closed-form path).
+    Returns dict(outputs, compile_seconds, run_seconds, eval_block, capacity) and evaluation.counts's keys."""
+    sizes = plan.tables([config])
+    ids = np.arange(seeds, dtype=np.int64)
+    while True:
+        static = plan.make_static(config, objective, sizes)
+        if eval_block is not None:
+            static = dataclasses.replace(static, eval_block=eval_block)
+        out, compile_s, run_s = executor.execute(run_single, static, plan.make_params(config, sizes), objective,
+                                                 base_seed, ids)
+        raise_for_objective(objective, out.flags, ids)
+        failed = out.flags != 0
+        if not failed.any():
+            break
+        sizes = plan.grow(sizes, out._make(a[failed] for a in out), True, ids[failed])
+    return dict(outputs=out, compile_seconds=compile_s, run_seconds=run_s, eval_block=static.eval_block,
+                capacity=sizes.capacity, **evaluation.counts(out.evaluations, config.num_clients, sizes.capacity))

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fedpne_jax.algorithms.fedpne import evaluation
 from fedpne_jax.algorithms.fedpne.config import MAX_CAPACITY, FedPNEConfig
 from fedpne_jax.core import checkpoints
 from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH, CapacityError
@@ -189,6 +190,7 @@ class Static:
     words: int              # int32 words per cell coordinate
     split_dims: tuple       # per depth, for split='longest' (empty otherwise)
     real: str               # 'float32' or 'float64': points, values, estimates and regret
+    eval_block: int         # rows per trip of the objective's evaluations; 0: all rows at once (evaluation.py)
 
     @property
     def float_dtype(self) -> np.dtype:
@@ -211,4 +213,4 @@ def make_static(config: FedPNEConfig, objective, sizes: Tables | None) -> Static
         split=config.split, noise_kind=config.noise_kind, pull=config.pull,
         sampling=config.resolved_sampling, dp=config.dp, checkpoints=config.checkpoints,
         capacity=capacity, depth=depth, digits=digits, words=-(-(depth + 1) // digits),
-        split_dims=split_dims, real=config.precision)
+        split_dims=split_dims, real=config.precision, eval_block=evaluation.block_rows(objective, capacity))

@@ -13,6 +13,11 @@ Three samplers, all exact in distribution (see FedPNEConfig.sampling):
   is bounded for any n, and each draw is keyed by (phase key, pull, row, client), so results do
   not depend on the batch, the capacity or the device.
 
+With centre pulls the objective is evaluated at the node centres once per phase and site (global,
+and local for the client and explicit samplers): on every row of the table for a closed-form
+objective, on the pulled rows only, in blocks, for an iterative one (evaluation.py).  Uniform points
+are evaluated pull by pull.  Each estimate counts its evaluations.
+
 Randomness is keyed by table row in blocks of ROW_BLOCK rows (see _row_draws), never by the table's
 capacity, so a run repeated with a larger table gives the same numbers.  Each block draws all its
 clients' randomness in one call per kind of draw: XLA compiles every random call site separately, and
@@ -25,18 +30,19 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fedpne_jax.algorithms.fedpne import evaluation, partition
+from fedpne_jax.algorithms.fedpne.plan import Params, Static
 from fedpne_jax.core import counters, noise
-from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.core import pulls as pulls_lib
 from objectives.ordered import inclusive_scan, no_contraction, pairwise_mean
-from fedpne_jax.algorithms.fedpne.plan import Params, Static
 
 
 class Estimate(NamedTuple):
-    mean: jax.Array      # (cap,) server's mean reward estimate per node
-    regret: jax.Array    # (cap,) per-client average regret paid by each node's pulls this phase
-    partial: jax.Array   # (C,) regret of the first part_c pulls of node jc_c
-    flags: jax.Array     # () int32
+    mean: jax.Array       # (cap,) server's mean reward estimate per node
+    regret: jax.Array     # (cap,) per-client average regret paid by each node's pulls this phase
+    partial: jax.Array    # (C,) regret of the first part_c pulls of node jc_c
+    flags: jax.Array      # () int32
+    evaluated: jax.Array  # (4,) int32 objective evaluations, in the units of evaluation.py
 
 
 def _gauss_var(static: Static, params: Params):
@@ -85,29 +91,45 @@ def _client_mean(static: Static, params: Params, value, n, successes, z):
     return base
 
 
-def _centre_regret(static, objective, x, pulls, jc, part):
-    """(global values, regret per node, partial regret per checkpoint, flags) of pulls at the node
-    centres ``x``: n pulls of a node cost n times its gap, with no per-pull work."""
-    g = objective.value(x)
+def _centre_regret(static, objective, g, pulls, jc, part):
+    """(regret per node, partial regret per checkpoint, flags) of pulls at the node centres, whose
+    global values are ``g``: n pulls of a node cost n times its gap, with no per-pull work."""
     gap = objective.f_star - g
     regret = jnp.where(pulls > 0, gap * pulls.astype(gap.dtype), 0.0)
     row = jnp.minimum(jc, static.capacity - 1)
-    partial = jnp.where(part > 0, gap[row] * part.astype(gap.dtype), 0.0)
-    return g, regret, partial, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star)
+    # Gathered from a materialised gap: fused, the objective would be evaluated again per checkpoint.
+    partial = jnp.where(part > 0, jax.lax.optimization_barrier(gap)[row] * part.astype(gap.dtype), 0.0)
+    return regret, partial, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star)
+
+
+def _pulled_rows(pulls):
+    """Rows [0, r) hold every pulled row (a phase pulls a prefix of the table)."""
+    return jnp.max(jnp.where(pulls > 0, jnp.arange(pulls.shape[0], dtype=jnp.int32) + 1, 0))
+
+
+def _centre_values(static, objective, x, pulls, local: bool):
+    """Global values at the pulled rows (and the clients' local values when ``local``), and the count."""
+    fns = (objective.value, objective.local_values) if local else (objective.value,)
+    values, rows = evaluation.at_rows(static.eval_block, static.capacity, fns, x, _pulled_rows(pulls))
+    evaluated = jnp.stack([rows, rows if local else jnp.int32(0), jnp.int32(0), jnp.int32(1)])
+    return values, evaluated
 
 
 def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part) -> Estimate:
     used = pulls > 0
-    g, regret, partial, flags = _centre_regret(static, objective, x, pulls, jc, part)
+    aggregate = static.sampling == "aggregate"
+    values, evaluated = _centre_values(static, objective, x, pulls, local=not aggregate)
+    g = values[0]
+    regret, partial, flags = _centre_regret(static, objective, g, pulls, jc, part)
     dt = static.float_dtype
-    if static.sampling == "aggregate":
+    if aggregate:
         scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
         noise = _row_draws(static, phase_key, lambda key: jax.random.normal(key, (ROW_BLOCK,), dt)) \
             if _has_gauss(static) else 0.0
-        return Estimate(g + scale * noise, regret, partial, flags)
+        return Estimate(g + scale * noise, regret, partial, flags, evaluated)
 
     M = static.num_clients
-    local = objective.local_values(x)                                    # (cap, M)
+    local = values[1]                                                    # (cap, M)
     flags = flags | _value_flags(static, local, used[:, None])
     # All clients' draws for a block of rows come from one call per kind.
     if static.noise_kind == "bernoulli":
@@ -122,7 +144,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     else:
         z = jnp.zeros_like(local)
     client_means = jax.vmap(jax.vmap(lambda v, b, zz: _client_mean(static, params, v, n, b, zz)))(local, successes, z)
-    return Estimate(pairwise_mean(client_means), regret, partial, flags)
+    return Estimate(pairwise_mean(client_means), regret, partial, flags, evaluated)
 
 
 def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
@@ -143,11 +165,11 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     zero = jnp.zeros((), dt)
 
     if not uniform_points:
-        local_c = objective.local_values(centre)                            # (cap, M)
-        _, regret, partial, flags = _centre_regret(static, objective, centre, pulls, jc, part)
+        (g, local_c), evaluated = _centre_values(static, objective, centre, pulls, local=True)   # (cap,), (cap, M)
+        regret, partial, flags = _centre_regret(static, objective, g, pulls, jc, part)
         flags = flags | _value_flags(static, local_c, (pulls > 0)[:, None])
         if words == 0:                       # no noise: every reward is the value itself
-            return Estimate(pairwise_mean(local_c), regret, partial, flags)
+            return Estimate(pairwise_mean(local_c), regret, partial, flags, evaluated)
 
         def block(j, b):
             lanes = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # 4 x (words, M, P/4)
@@ -159,7 +181,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         counts = jnp.maximum(pulls, 1).astype(dt)
         # The clients' mean sum, then one division, kept apart: dividing each client's sum first (or
         # letting XLA fold the two divisions) compiles to other last bits than the eager run.
-        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags)
+        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags, evaluated)
 
     clients = jnp.arange(M, dtype=jnp.int32)
 
@@ -187,7 +209,8 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
     (sums, regret), partial, flags = pulls_lib.row_sums(
         rows, blocks, block, (jnp.zeros((M,), dt), zero), jnp.zeros(part.shape, dt), cap)
     counts = jnp.maximum(pulls, 1).astype(dt)
-    return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags)   # (as above)
+    evaluated = jnp.stack([jnp.int32(0), jnp.int32(0), rows * blocks, jnp.int32(0)])      # row_sums' trips
+    return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags, evaluated)   # (as above)
 
 
 def estimate(static: Static, params: Params, objective, table, centre, pulls, n, phase_key, jc, part,
