@@ -49,10 +49,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.validation import check_real
-from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.config import BaselineConfig
+from fedpne_jax.core.validation import check_real
 
 EXPANDS = ("leaf", "pyxab")
 MAX_ROWS = 1 << 24
@@ -157,15 +157,8 @@ def bounds(config: HCTConfig) -> tuple[int, int]:
 
 
 @dataclasses.dataclass(frozen=True)
-class HCTStatic:
-    horizon: int
-    checkpoint_rounds: tuple
-    noise_kind: str
-    expand: str
-    tree: tree.TreeSpec
-    real: str
-    chunk: int               # rounds per draw of reward uniforms
-    trace: bool = False      # tests: also return every pulled point
+class HCTStatic(tree.TreeStatic):
+    expand: str = "leaf"
 
 
 class HCTParams(NamedTuple):
@@ -176,11 +169,7 @@ class HCTParams(NamedTuple):
 
 
 def make_static(config: HCTConfig, objective, tables=None) -> HCTStatic:
-    capacity, height = bounds(config)
-    return HCTStatic(horizon=config.horizon, checkpoint_rounds=tuple(int(r) for r in config.checkpoint_rounds),
-                     noise_kind=config.noise_kind, expand=config.expand,
-                     tree=tree.make_spec(capacity, height, objective, config.split, config.precision),
-                     real=config.precision, chunk=tree.chunk_size(config.horizon))
+    return tree.make_static(config, objective, *bounds(config), cls=HCTStatic, expand=config.expand)
 
 
 def make_params(config: HCTConfig, tables=None) -> HCTParams:
@@ -194,13 +183,10 @@ def make_params(config: HCTConfig, tables=None) -> HCTParams:
         noise_scale=np.asarray(config.noise_scale, real))
 
 
-class _State(NamedTuple):
-    table: tree.Table
-    book: tree.Pull
-    last: tree.Last          # this round's selection, updated at the start of the next loop body
-    pending: jax.Array       # path (root..node) of the node re-expanded last round, whose B are due
-    pending_length: jax.Array   # its length (0: none)
-    overflow: jax.Array
+class Pending(NamedTuple):
+    """The node re-expanded last round (expand='pyxab'), whose path's B are due."""
+    path: jax.Array          # (height + 1,) rows root..node
+    length: jax.Array        # () its length (0: none)
 
 
 def _epoch(t):
@@ -215,62 +201,46 @@ def _u_fn(params: HCTParams, k):
     return u
 
 
-def _descend(static: HCTStatic, params: HCTParams, table: tree.Table, k):
-    tau = params.tau[k]
-    return tree.descend(static.tree, table, lambda count, depth: count >= tau[depth])
+def _stop_rule(static: HCTStatic, params: HCTParams, t):
+    tau = params.tau[_epoch(t)]
+    return lambda count, depth: count >= tau[depth]
 
 
-def _select(static: HCTStatic, params: HCTParams, objective, t, u, state: _State, pulling) -> _State:
-    spec = static.tree
-    node, row, path, length = _descend(static, params, state.table, _epoch(t))
-    x = tree.centre(spec, row)
-    r, book = tree.pull(static, params, objective, state.book, t, x, u, pulling)
-    return state._replace(book=book, last=tree.Last(node, path, length, r, u[2], x))
-
-
-def _update(static: HCTStatic, params: HCTParams, t, state: _State, active) -> _State:
+def _update(static: HCTStatic, params: HCTParams, table, pending: Pending, last: tree.Last, t, active):
     """Round t's update after its selection (and the refresh when t is a power of two)."""
     spec = static.tree
     k = _epoch(t)
-    last, table = state.last, state.table
-    u_fn = _u_fn(params, k)
-    pending_length = state.pending_length
+    choice = last.choice
     tau = params.tau[k]
 
     def grow(count, depth, child):
         ready = count >= tau[depth]
         return ready if static.expand == "pyxab" else ready & (child < 0)
 
-    credited = jnp.arange(spec.height + 1) == last.length - 1
-    pending = (state.pending, pending_length) if static.expand == "pyxab" else None
-    table, overflow, regrown = tree.update_path(spec, table, last.path, last.length, credited, last.reward, u_fn,
-                                                grow, last.split_u, active=active, pending=pending)
-    if static.expand == "pyxab":
-        pending_length = jnp.where(active & regrown, last.length, jnp.where(active, 0, pending_length))
-    pending = last.path if static.expand == "pyxab" else state.pending
-    return state._replace(table=table, pending=pending, pending_length=pending_length,
-                          overflow=state.overflow | overflow)
+    credited = jnp.arange(spec.height + 1) == choice.length - 1
+    pyxab = static.expand == "pyxab"
+    table, overflow, regrown = tree.update_path(spec, table, choice.path, choice.length, credited, last.reward,
+                                                _u_fn(params, k), grow, last.split_u, active=active,
+                                                pending=tuple(pending) if pyxab else None)
+    if pyxab:
+        pending = Pending(choice.path, jnp.where(active & regrown, choice.length,
+                                                 jnp.where(active, 0, pending.length)))
+    return table, pending, overflow
 
 
-def _refresh(static: HCTStatic, params: HCTParams, k, state: _State) -> _State:
+def _refresh(static: HCTStatic, params: HCTParams, k, table, pending: Pending):
     """Round 2^k, between its selection and its update: every U with t+ = 2^k, then every B (this
     also settles a re-expanded node's ancestors)."""
-    return state._replace(table=tree.refresh(static.tree, state.table, _u_fn(params, k)),
-                          pending_length=jnp.int32(0))
+    return tree.refresh(static.tree, table, _u_fn(params, k)), pending._replace(length=jnp.int32(0))
+
+
+POLICY = tree.TreePolicy(
+    select=tree.descent(_stop_rule), update=_update, refresh=_refresh,
+    init=lambda static, params, table: Pending(jnp.zeros((static.tree.height + 1,), jnp.int32), jnp.int32(0)))
 
 
 def run_single(static: HCTStatic, params: HCTParams, objective, key):
-    spec = static.tree
-    table = tree.init(spec, objective.lo, objective.hi, key)
-    book = tree.start_pulls(len(static.checkpoint_rounds), spec.dim, static.horizon if static.trace else 0,
-                            spec.dtype)
-    state = _State(table, book, tree.no_selection(spec), jnp.zeros((spec.height + 1,), jnp.int32), jnp.int32(0),
-                   jnp.bool_(False))
-    state = tree.run_rounds(static.horizon, static.chunk, key, spec.dtype,
-                            lambda t, s, active: _update(static, params, t, s, active),
-                            lambda t, u, s, pulling: _select(static, params, objective, t, u, s, pulling),
-                            state, refresh=lambda k, s: _refresh(static, params, k, s))
-    return tree.output(static.checkpoint_rounds, state)
+    return tree.run(static, params, objective, key, POLICY)
 
 
 ALGORITHM = Algorithm(name="hct", config_type=HCTConfig, make_static=make_static, make_params=make_params,

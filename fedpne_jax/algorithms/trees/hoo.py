@@ -32,14 +32,13 @@ import dataclasses
 import math
 from typing import NamedTuple, Optional
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.validation import check_int, check_real
-from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.config import BaselineConfig
+from fedpne_jax.core.validation import check_int, check_real
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,17 +85,6 @@ class HOOConfig(BaselineConfig):
         return out
 
 
-@dataclasses.dataclass(frozen=True)
-class HOOStatic:
-    horizon: int
-    checkpoint_rounds: tuple
-    noise_kind: str
-    tree: tree.TreeSpec
-    real: str
-    chunk: int               # rounds per draw of reward uniforms
-    trace: bool = False      # tests: also return every pulled point
-
-
 class HOOParams(NamedTuple):
     explore: np.ndarray      # () 2 ln n
     smooth: np.ndarray       # (H+1,) nu rho^h
@@ -104,11 +92,8 @@ class HOOParams(NamedTuple):
     noise_scale: np.ndarray  # ()
 
 
-def make_static(config: HOOConfig, objective, tables=None) -> HOOStatic:
-    return HOOStatic(horizon=config.horizon, checkpoint_rounds=tuple(int(r) for r in config.checkpoint_rounds),
-                     noise_kind=config.noise_kind,
-                     tree=tree.make_spec(config.capacity, config.height, objective, config.split, config.precision),
-                     real=config.precision, chunk=tree.chunk_size(config.horizon))
+def make_static(config: HOOConfig, objective, tables=None) -> tree.TreeStatic:
+    return tree.make_static(config, objective, config.capacity, config.height)
 
 
 def make_params(config: HOOConfig, tables=None) -> HOOParams:
@@ -119,46 +104,26 @@ def make_params(config: HOOConfig, tables=None) -> HOOParams:
                      noise_scale=np.asarray(config.noise_scale, real))
 
 
-class _State(NamedTuple):
-    table: tree.Table
-    book: tree.Pull
-    last: tree.Last          # this round's selection, updated at the start of the next loop body
-    overflow: jax.Array
-
-
-def _select(static: HOOStatic, params: HOOParams, objective, t, u, state: _State, pulling) -> _State:
+def _update(static, params: HOOParams, table, extra, last: tree.Last, t, active):
     spec = static.tree
-    node, row, path, length = tree.descend(spec, state.table, lambda count, depth: jnp.bool_(True))
-    x = tree.centre(spec, row)
-    r, book = tree.pull(static, params, objective, state.book, t, x, u, pulling)
-    return state._replace(book=book, last=tree.Last(node, path, length, r, u[2], x))
-
-
-def _update(static: HOOStatic, params: HOOParams, state: _State, active) -> _State:
-    spec = static.tree
-    last = state.last
+    choice = last.choice
 
     def u_fn(mean, count, depth):
         # PyXAB's order: mean + sqrt(2 ln n / T_node) + nu rho^h.
         return mean + jnp.sqrt(params.explore / count.astype(mean.dtype)) + params.smooth[depth]
 
-    credited = jnp.arange(spec.height + 1) < last.length
-    table, overflow, _ = tree.update_path(spec, state.table, last.path, last.length, credited, last.reward, u_fn,
+    credited = jnp.arange(spec.height + 1) < choice.length
+    table, overflow, _ = tree.update_path(spec, table, choice.path, choice.length, credited, last.reward, u_fn,
                                           lambda count, depth, child: depth <= params.limit, last.split_u,
                                           active=active)
-    return state._replace(table=table, overflow=state.overflow | overflow)
+    return table, extra, overflow
 
 
-def run_single(static: HOOStatic, params: HOOParams, objective, key):
-    spec = static.tree
-    table = tree.init(spec, objective.lo, objective.hi, key)
-    book = tree.start_pulls(len(static.checkpoint_rounds), spec.dim, static.horizon if static.trace else 0,
-                            spec.dtype)
-    state = tree.run_rounds(static.horizon, static.chunk, key, spec.dtype,
-                            lambda t, s, active: _update(static, params, s, active),
-                            lambda t, u, s, pulling: _select(static, params, objective, t, u, s, pulling),
-                            _State(table, book, tree.no_selection(spec), jnp.bool_(False)))
-    return tree.output(static.checkpoint_rounds, state)
+POLICY = tree.TreePolicy(select=tree.descent(), update=_update)
+
+
+def run_single(static: tree.TreeStatic, params: HOOParams, objective, key):
+    return tree.run(static, params, objective, key, POLICY)
 
 
 ALGORITHM = Algorithm(name="hoo", config_type=HOOConfig, make_static=make_static, make_params=make_params,

@@ -1,16 +1,59 @@
-"""The node table shared by HCT and T-HOO: a binary partition of the box grown one node pair at a time.
+"""The skeleton of every tree algorithm: one node table, one round driver, one regret book.
 
-PyXAB's ``BinaryPartition``: a node is a box; expanding it halves the box along one dimension into a
-lower child (row ``child``) and an upper child (row ``child + 1``), and the point a node stands for
-is its box's centre ``(lo + hi) / 2``.  The dimension is ``random`` (PyXAB draws one per expansion)
-or ``longest`` (the longest side, lowest index on ties; every node of one depth then has the same
-shape, so the dimension is a per-depth table decided on the host in exact arithmetic).
+An algorithm is a :class:`TreePolicy`, a frozen dataclass of plain functions (its selection, update
+and expansion rules), and :func:`run` is the whole of its ``run_single``.  The skeleton owns what
+they share: the partition (a binary split of the box, PyXAB's ``BinaryPartition``), the node table
+(fixed-size padded rows, capacity decided on the host, FLAG_CAPACITY when a run outgrows it), the
+round loop (a round is one evaluation of the global objective; uniforms drawn in chunks), and the
+book (regret f* - f(x_t) summed over rounds, written at the checkpoints, the optional trace).
 
-Random dimensions are drawn in expansion order, as PyXAB's np.random draws them: the node expanded
-in round t splits along floor(u_t D) for u_t a uniform of that round's draw (the draw that also
-gives the round's reward noise, see :func:`run_rounds`), and the root, expanded before round 1,
-along the top bits of the run key's data.  :func:`run_split_dims` recomputes them on the host (tests
-give them to the NumPy references).
+Hooks (``static``, ``params``: the algorithm's own; ``table``: :class:`Table`; ``extra``: the
+policy's own state, any pytree; ``last``: :class:`Last`, the round's selection and its reward):
+
+* ``select(static, params, table, extra, t) -> (choice, point)``: round t's node (``choice``, any
+  pytree the update reads back) and the point evaluated;
+* ``update(static, params, table, extra, last, t, active) -> (table, extra, overflow)``: credit
+  round t's reward and apply the expansion rule (:func:`expand`, or the fused :func:`update_path`);
+  nothing may change unless ``active`` (round 0 only updates nothing);
+* ``init(static, params, table) -> extra``; ``refresh(static, params, k, table, extra) -> (table,
+  extra)``: run at round 2^k between its selection and its update (None: never);
+  ``recommend(static, params, table, extra, last) -> point`` (default: round T + 1's selection);
+  ``root_expanded``: the table starts with the root's two children (PyXAB's HCT and HOO) or the
+  root alone.
+
+The library below the hooks: :func:`descend` (B-descent from the root under a stop rule) and
+:func:`descent` (a ``select`` made of it); :func:`update_path` (credit, U and B of a path in one
+scatter, the expansion fused into it); :func:`refresh` (every U and B); :func:`expand` (the one
+expansion of a leaf: two rows, capacity checked, one scatter that also carries the caller's row);
+:func:`best_leaf` and :func:`best_row` (argmax of a score over the table, ties to the last row, an
+optional mask such as a depth); :class:`Tournament` and :func:`tournament_pop` (the same argmax
+kept up to date in O(log capacity) a change); :func:`parallel` (N instances of a policy side by
+side).  A round reads the table and then writes it once: XLA copies the whole table when a read
+cannot be ordered before the in-place write (DOO: 2 s for 100 runs of 10^4 rounds on two CPU cores,
+90 s when its table was copied every round).
+
+How each algorithm maps onto the hooks:
+
+* HCT, T-HOO (hct.py, hoo.py): ``select`` = :func:`descent` with their stop rules; ``update`` =
+  :func:`update_path` with their credited rows, U and growth rule; HCT's ``refresh`` recomputes every
+  U and B at t = 2^k and its ``extra`` is the path of a re-expanded node whose B are due.
+* DOO (doo.py): ``root_expanded=False``; every node is evaluated once, in creation order, so
+  ``select`` is row t - 1; ``update`` writes the value (MEAN) and delta(h) (U) into the row and,
+  once every row is evaluated, expands :func:`best_leaf` of b = MEAN + U.
+* SOO, StoSOO, SequOOL, StroquOOL: ``extra`` holds the sweep (current depth, v_max, per-depth
+  budget for SequOOL's and StroquOOL's schedules); ``update`` credits the node and advances the
+  sweep, expanding :func:`best_leaf` of the depth-h leaves (``depth`` mask) in one bounded
+  ``while_loop`` over depths until a node needs an evaluation; ``select`` returns that node.
+  StoSOO's k pulls per node before expansion: COUNT < k keeps ``select`` on the node, COUNT and
+  MEAN are the running statistics :func:`update_path` already keeps (a path of length 1).
+* POO, GPO: :func:`parallel` (N instances of HCT's or T-HOO's policy over a leading axis of the
+  table, ``extra`` and ``params.instances``, e.g. a rho grid; ``static.instances`` = N).  Their own
+  policy adds the ``schedule`` (round t -> instance: POO's phases, GPO's blocks, from t in closed
+  form or a host-computed table in ``params``), the per-instance reward sums of their final choice
+  (in ``extra``) and a ``recommend`` that picks the best instance.
+* VHCT: a per-node variance, i.e. one more statistic per row (the running sum of squared rewards)
+  beside COUNT and MEAN: a column inside the DYNAMIC block, so that :func:`update_path`'s one
+  gather and scatter of the path carry it, credited next to the mean and passed to its ``u_fn``.
 
 Layout.  One padded (capacity, 10 + 2D) integer array, a node per row, rows [0, size) live, so that
 reading or writing a node is one gather or scatter (XLA's CPU gathers cost about the same for a row
@@ -20,6 +63,16 @@ comes with the parent's row), generation (times expanded), mean, U, B, then the 
 the node is created: depth, parent (-1 for the root) and the box's lower and upper corners.  Floats
 are stored as their bits: int32 rows with float32 values, int64 with float64 (bit casts of equal
 width, so every value is stored exactly).
+
+Partition.  Expanding a node halves its box along one dimension into a lower child (row ``child``)
+and an upper child (row ``child + 1``); a node's point is its box's centre ``(lo + hi) / 2``.  The
+dimension is ``random`` (PyXAB draws one per expansion) or ``longest`` (the longest side, lowest
+index on ties; every node of one depth then has the same shape, so the dimension is a per-depth
+table decided on the host in exact arithmetic).  Random dimensions are drawn in expansion order, as
+PyXAB's np.random draws them: the node expanded in round t splits along floor(u_t D) for u_t a
+uniform of that round's draw (the draw that also gives the round's reward noise, see
+:func:`run_rounds`), and a root expanded before round 1 along the top bits of the run key's data.
+:func:`run_split_dims` recomputes them on the host (tests give them to the NumPy references).
 
 The descent carries a row index, the current row's head and a (height + 1,) path buffer, never the
 table (under vmap a while loop whose condition differs between runs selects its whole carry every
@@ -35,7 +88,7 @@ arithmetic.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -49,7 +102,7 @@ from fedpne_jax.core.split import longest_dims
 SPLITS = ("random", "longest")
 PRECISIONS = ("float32", "float64")
 MAX_RANDOM_DIM = 1 << 16
-MAX_HEIGHT = 2048          # deepest tree a run may need (path buffers hold height + 1 rows)
+MAX_HEIGHT = 2048          # deepest tree a B-descent may need (path buffers hold height + 1 rows)
 UNROLL_HEIGHT = 64         # B chains over longer paths are a loop (bounded compile time)
 
 # Columns of a row.  A descent step reads the first DESCENT columns; a round's update of a path
@@ -58,6 +111,8 @@ CHILD, COUNT, B0, B1, GEN, MEAN, U, B, DEPTH, PARENT = range(10)
 DESCENT, DYNAMIC = 4, 8
 BOX = 10          # lower corner BOX .. BOX + D - 1, upper corner BOX + D .. BOX + 2D - 1
 
+
+# ---------------------------------------------------------------- the node table
 
 @dataclasses.dataclass(frozen=True)
 class TreeSpec:
@@ -136,6 +191,11 @@ def check_objective(split: str, objective) -> None:
                          f"{objective.name!r} has {objective.dim}; use split 'longest'")
 
 
+def check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
 def _split(spec: TreeSpec, depth, u):
     """Split dimension of a node at ``depth``; ``u``: the round's split uniform (split='random')."""
     if spec.dim == 1:
@@ -169,19 +229,153 @@ def _children(spec: TreeSpec, row, me, d):
     return jax.vmap(lambda box: _row(spec, -1, 0, row[DEPTH] + 1, me, 0, 0.0, inf, inf, inf, inf, box))(boxes)
 
 
-def init(spec: TreeSpec, lo, hi, key) -> Table:
-    """The root (row 0) and its two children (rows 1, 2): both PyXAB algorithms expand the root when
-    they are created.  Unused rows are leaves with B = +inf (capacity >= 3)."""
+def init(spec: TreeSpec, lo, hi, key, root_expanded: bool = True) -> Table:
+    """The root (row 0) and, when ``root_expanded`` (PyXAB's HCT and T-HOO expand the root when they
+    are created), its two children (rows 1, 2).  Unused rows are leaves with B = +inf."""
     n = spec.capacity
     box = jnp.concatenate([jnp.asarray(lo, spec.dtype), jnp.asarray(hi, spec.dtype)])
     inf = jnp.inf
-    root = _row(spec, 1, 0, 0, -1, 1, 0.0, inf, inf, inf, inf, box)
+    root = _row(spec, 1 if root_expanded else -1, 0, 0, -1, 1 if root_expanded else 0, 0.0, inf, inf, inf, inf, box)
+    blank = root.at[CHILD].set(-1).at[GEN].set(0)
+    if not root_expanded:
+        return Table(rows=jnp.concatenate([root[None], jnp.broadcast_to(blank, (n - 1, spec.width))]),
+                     size=jnp.int32(1), height=jnp.int32(0))
     d = root_dim(key, spec.dim) if spec.split == "random" and spec.dim > 1 else _split(spec, jnp.int32(0), None)
     kids = _children(spec, root, 0, d)
-    blank = root.at[CHILD].set(-1).at[GEN].set(0)
     rows = jnp.concatenate([root[None], kids, jnp.broadcast_to(blank, (n - 3, spec.width))])
     return Table(rows=rows, size=jnp.int32(3), height=jnp.int32(1))
 
+
+def _allocate(spec: TreeSpec, table: Table, node_row, do):
+    """Rows for the children of a node being expanded: its own children's rows when it has some (a
+    re-expansion replaces them), else the next two free rows.  Returns (row, do, overflow, again):
+    ``do`` is False and ``overflow`` True when there is no room."""
+    again = node_row[CHILD] >= 0
+    row = jnp.where(again, node_row[CHILD], table.size).astype(jnp.int32)
+    fits = again | (table.size + 2 <= spec.capacity)
+    return row, do & fits, do & ~fits, again
+
+
+def _write_children(spec: TreeSpec, rows, table: Table, node_row, node, depth, row, do, again, split_u) -> Table:
+    """``rows`` with node ``node``'s two children (split by the rule at ``depth``) at ``row``, ``row`` + 1
+    when ``do``; size and height follow."""
+    kids = _children(spec, node_row, node, _split(spec, depth, split_u))
+    rows = rows.at[jnp.where(do, row + jnp.arange(2, dtype=jnp.int32), spec.capacity)].set(kids, mode="drop")
+    return Table(rows=rows, size=jnp.where(do & ~again, table.size + 2, table.size),
+                 height=jnp.where(do, jnp.maximum(table.height, depth + 1), table.height))
+
+
+def expand(spec: TreeSpec, table: Table, node, do, split_u, node_row=None, child_u=None, also=None):
+    """Expand leaf ``node`` when ``do``: two children in the next two free rows (the split dimension
+    of its depth, or from the round's uniform ``split_u``), its child pointer set and its generation
+    counted, all in one scatter.  Returns (table, overflow): overflow when the table had no room
+    (nothing written).  (Re-expanding an internal node is :func:`update_path`'s.)
+
+    ``node_row``: the node's row when the caller has changed it since ``table`` (default: the
+    table's); ``child_u(kids) -> (2,)``: the children's U column from their (2, width) rows (default
+    +inf); ``also``: (index, row, do) of one more row the caller writes in the same scatter, skipped
+    when it is the expanded node (whose new row ``node_row`` then carries).
+
+    Every read of the table here feeds its one write, and the new height is read back after it: XLA
+    copies the whole table when a read of it cannot be ordered before its in-place update."""
+    node_row = table.rows[node] if node_row is None else node_row
+    row = table.size
+    do, overflow = do & (row + 2 <= spec.capacity), do & (row + 2 > spec.capacity)
+    head = node_row.at[CHILD].set(row.astype(spec.itype)).at[GEN].add(1) \
+        .at[B0:B1 + 1].set(as_bits(spec, jnp.full((2,), jnp.inf)))
+    kids = _children(spec, node_row, node, _split(spec, node_row[DEPTH], split_u))
+    if child_u is not None:
+        kids = kids.at[:, U].set(as_bits(spec, child_u(kids)))
+    n = spec.capacity
+    index = [jnp.where(do, node, n), jnp.where(do, row, n), jnp.where(do, row + 1, n)]
+    new = [head, kids[0], kids[1]]
+    if also is not None:
+        at, also_row, also_do = also
+        index.append(jnp.where(also_do & ~(do & (at == node)), at, n))
+        new.append(also_row)
+    rows = table.rows.at[jnp.stack(index).astype(jnp.int32)].set(jnp.stack(new), mode="drop")
+    depth = rows[jnp.minimum(row, n - 1), DEPTH].astype(jnp.int32)
+    return Table(rows=rows, size=jnp.where(do, row + 2, row),
+                 height=jnp.where(do, jnp.maximum(table.height, depth), table.height)), overflow
+
+
+def best_row(spec: TreeSpec, table: Table, score, where=True):
+    """The live row with the largest ``score`` (a (capacity,) array) among the rows where ``where``
+    holds; the last such row wins ties (PyXAB's ``>=`` over its nodes in creation order).  Returns
+    (row, its score); row -1 when there is none."""
+    rows = jnp.arange(spec.capacity, dtype=jnp.int32)
+    live = (rows < table.size) & where
+    score = jnp.where(live, score, -jnp.inf)
+    top = jnp.max(score)
+    return jnp.max(jnp.where(live & (score == top), rows, -1)), top
+
+
+def best_leaf(spec: TreeSpec, table: Table, score, where=True):
+    """:func:`best_row` among the leaves (DOO's and SOO's choice of the node to expand; ``where``: a
+    depth mask for SOO's sweep)."""
+    return best_row(spec, table, score, (table.rows[:, CHILD] < 0) & where)
+
+
+class Tournament(NamedTuple):
+    """A max-tournament over the table's rows: node ``P + r`` holds row r's score, every inner node
+    ``i`` the better of ``2i`` and ``2i + 1`` (the right one on ties, so the last row wins, as in
+    :func:`best_row`), and node 1 the best row: O(log capacity) per change instead of an argmax over
+    the table (DOO's best leaf).  One integer array, score bits and row side by side, so that a
+    change is one gather and one scatter of one array (XLA copies an array that is read for the
+    update of another)."""
+    nodes: jax.Array      # (2P, 2) itype: score bits, row; P = capacity rounded up to a power of 2
+
+
+def tournament(spec: TreeSpec) -> Tournament:
+    """Every row at -inf."""
+    p = 1 << max(0, (spec.capacity - 1).bit_length())
+    row = np.concatenate([np.zeros(p, np.int64), np.arange(p, dtype=np.int64)])
+    for i in range(p - 1, 0, -1):
+        row[i] = row[2 * i + 1]
+    score = jnp.broadcast_to(as_bits(spec, -jnp.inf), (2 * p,))
+    return Tournament(jnp.stack([score, jnp.asarray(row, spec.itype)], 1))
+
+
+def _replay(sib_value, sib_row, value, win):
+    """(values, rows) of the tournament nodes on a path, leaf .. root, when the leaf holds (value,
+    win) and the path's siblings hold (sib_value, sib_row): node j holds the best of the leaf and
+    siblings 0..j-1, the larger row on ties (merging right-wins-ties is the larger row, since a right
+    subtree's rows are larger), all levels at once."""
+    values = jnp.concatenate([value[None], sib_value])
+    rows = jnp.concatenate([win[None], sib_row])
+    k = jnp.arange(values.shape[0])
+    upto = k[None, :] <= k[:, None]                                      # level j sees candidates 0..j
+    top = jnp.max(jnp.where(upto, values[None, :], -jnp.inf), axis=1)
+    return top, jnp.max(jnp.where(upto & (values[None, :] == top[:, None]), rows[None, :], -1), axis=1)
+
+
+def tournament_pop(spec: TreeSpec, tour: Tournament, row, value, do=True, take=False):
+    """Row ``row``'s score set to ``value`` when ``do``; then the best row, which is returned, removed
+    (score -inf) when ``take``.  Returns (tournament, best row).  Both changes are replayed on their
+    two paths (log2 P + 1 nodes each) and written in one scatter."""
+    p = tour.nodes.shape[0] // 2
+    levels = jnp.arange(p.bit_length(), dtype=jnp.int32)
+    row = jnp.asarray(row, jnp.int32)
+    path = (p + row) >> levels                                           # leaf .. root
+    sib = path[:-1] ^ 1
+    read = tour.nodes[jnp.concatenate([path[:1], sib])]
+    scores, rows = as_float(spec, read[:, 0]), read[:, 1].astype(jnp.int32)
+    values, winners = _replay(scores[1:], rows[1:], jnp.where(do, jnp.asarray(value, spec.dtype), scores[0]), row)
+    best = winners[-1]
+    gone = (p + best) >> levels
+    sib_gone = gone[:-1] ^ 1
+    read = tour.nodes[sib_gone]
+    changed = sib_gone == path[:-1]                                      # a sibling the first change rewrote
+    gone_values, gone_rows = _replay(jnp.where(changed, values[:-1], as_float(spec, read[:, 0])),
+                                     jnp.where(changed, winners[:-1], read[:, 1].astype(jnp.int32)),
+                                     jnp.asarray(-jnp.inf, spec.dtype), best)
+    index = jnp.concatenate([jnp.where(take & (path == gone), 2 * p, path), jnp.where(take, gone, 2 * p)])
+    new = jnp.stack([as_bits(spec, jnp.concatenate([values, gone_values])),
+                     jnp.concatenate([winners, gone_rows]).astype(spec.itype)], 1)
+    return Tournament(tour.nodes.at[index].set(new, mode="drop")), best
+
+
+# ---------------------------------------------------------------- B-descent (HCT, T-HOO)
 
 def descend(spec: TreeSpec, table: Table, go_on):
     """Follow the child with the larger B from the root while the node has children and
@@ -206,6 +400,23 @@ def descend(spec: TreeSpec, table: Table, go_on):
     init = (jnp.int32(0), jnp.int32(0), jnp.zeros((spec.height + 1,), jnp.int32), head(0))
     v, i, path, _ = jax.lax.while_loop(cond, body, init)
     return v, rows[v], path, i + 1
+
+
+class Descent(NamedTuple):
+    """A B-descent's choice: the node reached and its path."""
+    node: jax.Array       # () int32
+    path: jax.Array       # (height + 1,) int32 rows root..node
+    length: jax.Array     # () int32
+
+
+def descent(stop_rule: Optional[Callable] = None) -> Callable:
+    """A ``select`` hook: descend by B while ``stop_rule(static, params, t)(count, depth)`` holds (to a
+    leaf when None) and evaluate the centre of the node reached."""
+    def select(static, params, table, extra, t):
+        go_on = (lambda count, depth: jnp.bool_(True)) if stop_rule is None else stop_rule(static, params, t)
+        node, row, path, length = descend(static.tree, table, go_on)
+        return Descent(node, path, length), centre(static.tree, row)
+    return select
 
 
 def _chain(is_last, at_node, u, sib, dtype):
@@ -265,13 +476,13 @@ def update_path(spec: TreeSpec, table: Table, path, length, credited, reward, u_
     then updated from those values, so the two passes give PyXAB's whole-tree recomputation.
 
     Then, when ``grow_fn(count, depth, child)`` (of the updated rows) holds at the node, expand it
-    with the split uniform
-    ``split_u``: two children in new rows at the end of the table, or, when the node already has
-    children (PyXAB's HCT re-expanding an internal node; ``regrown``), fresh nodes in its children's
-    rows (the old subtree below them is dropped, as PyXAB drops it).  Its B keeps the value just
-    computed: a new leaf's children have B = +inf, which leaves min(U, max) = U, and a re-expanded
-    node's B changes only at PyXAB's next update.  ``overflow``: the table had no room (nothing
-    written for the children)."""
+    with the split uniform ``split_u`` (:func:`expand`'s allocation, fused into the path's scatter):
+    two children in new rows at the end of the table, or, when the node already has children (PyXAB's
+    HCT re-expanding an internal node; ``regrown``), fresh nodes in its children's rows (the old
+    subtree below them is dropped, as PyXAB drops it).  Its B keeps the value just computed: a new
+    leaf's children have B = +inf, which leaves min(U, max) = U, and a re-expanded node's B changes
+    only at PyXAB's next update.  ``overflow``: the table had no room (nothing written for the
+    children)."""
     n, h = spec.capacity, spec.height + 1
     idx = jnp.arange(h)
     last = length - 1
@@ -298,12 +509,8 @@ def update_path(spec: TreeSpec, table: Table, path, length, credited, reward, u_
 
     if grow_fn is not None:
         node_row = rows[last]
-        do = jnp.any(is_last & grow_fn(count, idx, child)) & active
-        again = node_row[CHILD] >= 0
-        row = jnp.where(again, node_row[CHILD], table.size).astype(jnp.int32)
-        fits = again | (table.size + 2 <= n)
-        overflow = do & ~fits
-        do = do & fits
+        row, do, overflow, again = _allocate(spec, table, node_row, jnp.any(is_last & grow_fn(count, idx, child))
+                                             & active)
         grown = is_last & do
         child = jnp.where(grown, row, child)
         b0 = jnp.where(grown, jnp.inf, b0)
@@ -318,10 +525,8 @@ def update_path(spec: TreeSpec, table: Table, path, length, credited, reward, u_
     rows = table.rows.at[where, :DYNAMIC].set(jnp.concatenate([r for _, r in targets]), mode="drop")
     if grow_fn is None:
         return Table(rows=rows, size=table.size, height=table.height), jnp.bool_(False), jnp.bool_(False)
-    kids = _children(spec, node_row, path[last], _split(spec, last, split_u))
-    rows = rows.at[jnp.where(do, row + jnp.arange(2, dtype=jnp.int32), n)].set(kids, mode="drop")
-    return (Table(rows=rows, size=jnp.where(do & ~again, table.size + 2, table.size),
-                  height=jnp.where(do, jnp.maximum(table.height, length), table.height)), overflow, do & again)
+    table = _write_children(spec, rows, table, node_row, path[last], last, row, do, again, split_u)
+    return table, overflow, do & again
 
 
 def refresh(spec: TreeSpec, table: Table, u_fn) -> Table:
@@ -344,25 +549,7 @@ def refresh(spec: TreeSpec, table: Table, u_fn) -> Table:
                           .at[:, B0:B1 + 1].set(as_bits(spec, pair)))
 
 
-# ---------------------------------------------------------------- what the two tree baselines share
-
-class Output(NamedTuple):
-    curve: jax.Array           # (C,) cumulative regret at the checkpoints
-    final_regret: jax.Array    # ()
-    flags: jax.Array           # () int32 errors.FLAG_* bits
-    recommendation: jax.Array  # (D,) centre of the node the algorithm would pull next (PyXAB's get_last_point)
-    nodes: jax.Array           # () int32 rows of the node table in use
-    depth: jax.Array           # () int32 deepest node
-    points: jax.Array          # (T, D) the pulled points when the static asks for a trace, else (0, D)
-
-
-METRICS = ("recommendation", "nodes", "depth")
-
-
-def check_choice(name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
+# ---------------------------------------------------------------- the book: regret, checkpoints, trace
 
 class Pull(NamedTuple):
     """The rounds' bookkeeping: the running regret, the curve, error flags and the optional trace."""
@@ -398,20 +585,94 @@ def _record(rounds, book: Pull, t, regret):
     return curve, jnp.where(hit, jnp.asarray(nxt)[j], book.cursor)
 
 
-def output(checkpoint_rounds, state) -> "Output":
-    """A run's outputs from the round loop's final state (its table, book, last selection and
-    overflow flag), the same for HCT and T-HOO."""
-    flags = state.book.flags | jnp.where(state.overflow, FLAG_CAPACITY, 0).astype(jnp.int32)
-    return Output(curve=final_curve(checkpoint_rounds, state.book), final_regret=state.book.regret, flags=flags,
-                  recommendation=state.last.point, nodes=state.table.size, depth=state.table.height,
-                  points=state.book.points)
-
-
 def final_curve(rounds, book: Pull):
     """The curve with every checkpoint filled (checkpoints sharing a round copy the first one's)."""
     _, first = _checkpoint_tables(rounds)
     return book.curve[jnp.asarray(first)]
 
+
+def pull(static, params, objective, book: Pull, t, x, u, pulling):
+    """Evaluate the global objective at ``x`` in round ``t``: the regret f* - f(x) is added and
+    recorded at the checkpoints, and the reward (noise.reward of the run's noise model, from the
+    round's uniforms ``u``, as noise.observe draws them) is returned with the updated bookkeeping.
+    Nothing is recorded unless ``pulling`` (round T + 1 only selects)."""
+    f = objective.global_value(x).astype(x.dtype)
+    kind = static.noise_kind
+    scale = params.noise_scale
+    r = noise.reward(kind, scale, scale ** 2 if kind == "gaussian" else None, f, u[0], u[1])
+    flags = book.flags | jnp.where(pulling, noise.value_flags(kind, f, jnp.bool_(True), f_star=objective.f_star), 0)
+    regret = jnp.where(pulling, book.regret + (jnp.asarray(objective.f_star, x.dtype) - f), book.regret)
+    curve, cursor = _record(static.checkpoint_rounds, book, t, regret)
+    points = book.points
+    if static.trace:
+        points = jnp.where(pulling, jax.lax.dynamic_update_slice(points, x[None], (t - 1, jnp.zeros_like(t))), points)
+    return r, Pull(regret, curve, cursor, flags, points)
+
+
+# ---------------------------------------------------------------- the driver
+
+@dataclasses.dataclass(frozen=True)
+class TreeStatic:
+    """What decides a tree algorithm's program (algorithms with more static choices subclass it)."""
+
+    horizon: int
+    checkpoint_rounds: tuple
+    noise_kind: str
+    tree: TreeSpec
+    real: str
+    chunk: int               # rounds per draw of reward uniforms
+    trace: bool = False      # tests: also return every pulled point
+    instances: int = 1       # > 1: a leading instance axis on the table (see :func:`parallel`)
+
+
+def make_static(config, objective, capacity: int, height: int, cls: Any = TreeStatic, **fields) -> Any:
+    """The static (a ``cls``, TreeStatic or a subclass) of a config with ``horizon``, ``noise``,
+    ``checkpoints``, ``split`` and ``precision``."""
+    return cls(horizon=config.horizon, checkpoint_rounds=tuple(int(r) for r in config.checkpoint_rounds),
+               noise_kind=config.noise_kind,
+               tree=make_spec(capacity, height, objective, config.split, config.precision),
+               real=config.precision, chunk=chunk_size(config.horizon), **fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class TreePolicy:
+    """An algorithm's rules (plain functions, closed over nothing dynamic); see the module docstring."""
+
+    select: Callable
+    update: Callable
+    init: Callable = lambda static, params, table: ()
+    refresh: Optional[Callable] = None
+    recommend: Callable = lambda static, params, table, extra, last: last.point
+    root_expanded: bool = True
+
+
+class Last(NamedTuple):
+    """A round's selection, kept for its update in the next loop body."""
+    choice: Any           # the policy's choice (e.g. :class:`Descent`)
+    reward: jax.Array     # ()
+    split_u: jax.Array    # () the round's split uniform
+    point: jax.Array      # (D,) the point evaluated (after the loop: round T + 1's selection)
+
+
+class State(NamedTuple):
+    table: Table
+    extra: Any
+    book: Pull
+    last: Last            # this round's selection, updated at the start of the next loop body
+    overflow: jax.Array
+
+
+class Output(NamedTuple):
+    curve: jax.Array           # (C,) cumulative regret at the checkpoints
+    final_regret: jax.Array    # ()
+    flags: jax.Array           # () int32 errors.FLAG_* bits
+    recommendation: jax.Array  # (D,) the policy's recommendation (default: PyXAB's get_last_point)
+    nodes: jax.Array           # () int32 rows of the node table in use
+    depth: jax.Array           # () int32 deepest node
+    points: jax.Array          # (T, D) the pulled points when the static asks for a trace, else (0, D)
+
+
+METRICS = ("recommendation", "nodes", "depth")
 
 CHUNK = 256
 
@@ -492,35 +753,79 @@ def run_split_dims(key, horizon: int, chunk: int, dim: int, real: str = "float32
         return np.asarray(dims)
 
 
-def pull(static, params, objective, book: Pull, t, x, u, pulling):
-    """Evaluate the global objective at ``x`` in round ``t``: the regret f* - f(x) is added and
-    recorded at the checkpoints, and the reward (noise.reward of the run's noise model, from the
-    round's uniforms ``u``, as noise.observe draws them) is returned with the updated bookkeeping.
-    Nothing is recorded unless ``pulling`` (round T + 1 only selects)."""
-    f = objective.global_value(x).astype(x.dtype)
-    kind = static.noise_kind
-    scale = params.noise_scale
-    r = noise.reward(kind, scale, scale ** 2 if kind == "gaussian" else None, f, u[0], u[1])
-    flags = book.flags | jnp.where(pulling, noise.value_flags(kind, f, jnp.bool_(True), f_star=objective.f_star), 0)
-    regret = jnp.where(pulling, book.regret + (jnp.asarray(objective.f_star, x.dtype) - f), book.regret)
-    curve, cursor = _record(static.checkpoint_rounds, book, t, regret)
-    points = book.points
-    if static.trace:
-        points = jnp.where(pulling, jax.lax.dynamic_update_slice(points, x[None], (t - 1, jnp.zeros_like(t))), points)
-    return r, Pull(regret, curve, cursor, flags, points)
+def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Output:
+    """One run of ``policy``: rounds 1..T, each one evaluation of the global objective (a tree
+    algorithm's ``run_single`` is this with its policy)."""
+    spec = static.tree
+    if static.instances == 1:
+        table = init(spec, objective.lo, objective.hi, key, policy.root_expanded)
+    else:
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(static.instances))
+        table = jax.vmap(lambda k: init(spec, objective.lo, objective.hi, k, policy.root_expanded))(keys)
+    extra = policy.init(static, params, table)
+    # The first loop body updates nothing (active=False) but needs a choice of the right shape.
+    shape = jax.eval_shape(lambda p, tb, ex: policy.select(static, p, tb, ex, jnp.int32(1))[0], params, table, extra)
+    zero = lambda s: jnp.zeros(s.shape, s.dtype)
+    last = Last(jax.tree.map(zero, shape), jnp.zeros((), spec.dtype), jnp.zeros((), spec.dtype),
+                jnp.zeros((spec.dim,), spec.dtype))
+    book = start_pulls(len(static.checkpoint_rounds), spec.dim, static.horizon if static.trace else 0, spec.dtype)
+
+    def update(t, s: State, active) -> State:
+        table, extra, overflow = policy.update(static, params, s.table, s.extra, s.last, t, active)
+        return s._replace(table=table, extra=extra, overflow=s.overflow | overflow)
+
+    def select(t, u, s: State, pulling) -> State:
+        choice, x = policy.select(static, params, s.table, s.extra, t)
+        r, book = pull(static, params, objective, s.book, t, x, u, pulling)
+        return s._replace(book=book, last=Last(choice, r, u[2], x))
+
+    hook = policy.refresh
+
+    def refresh_all(k, s: State) -> State:
+        assert hook is not None
+        table, extra = hook(static, params, k, s.table, s.extra)
+        return s._replace(table=table, extra=extra)
+
+    state = run_rounds(static.horizon, static.chunk, key, spec.dtype, update, select,
+                       State(table, extra, book, last, jnp.bool_(False)),
+                       refresh=None if hook is None else refresh_all)
+    flags = state.book.flags | jnp.where(state.overflow, FLAG_CAPACITY, 0).astype(jnp.int32)
+    size, height = state.table.size, state.table.height
+    if static.instances > 1:
+        size, height = jnp.sum(size), jnp.max(height)
+    return Output(curve=final_curve(static.checkpoint_rounds, state.book), final_regret=state.book.regret,
+                  flags=flags, recommendation=policy.recommend(static, params, state.table, state.extra, state.last),
+                  nodes=size, depth=height, points=state.book.points)
 
 
-class Last(NamedTuple):
-    """A round's selection, kept for its update in the next loop body."""
-    node: jax.Array       # () int32
-    path: jax.Array       # (height + 1,) int32 rows root..node
-    length: jax.Array     # () int32
-    reward: jax.Array     # ()
-    split_u: jax.Array    # () the round's split uniform
-    point: jax.Array      # (D,) the node's centre (after the loop: the recommendation)
+def parallel(policy: TreePolicy, schedule: Callable) -> TreePolicy:
+    """N instances of ``policy`` side by side (POO, GPO), for a static with ``instances`` = N: the
+    table, ``extra`` and ``params.instances`` (the instances' own params, stacked) carry a leading
+    (N,) axis, and every hook of ``policy`` is vmapped over it.  Round t evaluates the point of
+    instance ``schedule(static, params, t)``; the other instances select too (a vmapped selection
+    costs what N do) but update with active=False, so they write nothing.  The recommendation is
+    round T + 1's scheduled point."""
+    def init(static, params, tables):
+        return jax.vmap(lambda p, tb: policy.init(static, p, tb))(params.instances, tables)
 
+    def select(static, params, tables, extras, t):
+        choices, points = jax.vmap(lambda p, tb, ex: policy.select(static, p, tb, ex, t))(params.instances, tables,
+                                                                                         extras)
+        i = schedule(static, params, t)
+        return (i, choices), points[i]
 
-def no_selection(spec: TreeSpec) -> Last:
-    return Last(node=jnp.int32(0), path=jnp.zeros((spec.height + 1,), jnp.int32), length=jnp.int32(0),
-                reward=jnp.zeros((), spec.dtype), split_u=jnp.zeros((), spec.dtype),
-                point=jnp.zeros((spec.dim,), spec.dtype))
+    def update(static, params, tables, extras, last, t, active):
+        i, choices = last.choice
+
+        def one(j, p, tb, ex, choice):
+            return policy.update(static, p, tb, ex, last._replace(choice=choice), t, active & (j == i))
+
+        n = static.instances
+        tables, extras, overflow = jax.vmap(one)(jnp.arange(n), params.instances, tables, extras, choices)
+        return tables, extras, jnp.any(overflow)
+
+    def refresh(static, params, k, tables, extras):
+        return jax.vmap(lambda p, tb, ex: policy.refresh(static, p, k, tb, ex))(params.instances, tables, extras)
+
+    return TreePolicy(select=select, update=update, init=init, refresh=None if policy.refresh is None else refresh,
+                      root_expanded=policy.root_expanded)

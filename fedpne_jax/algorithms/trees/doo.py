@@ -1,0 +1,172 @@
+"""DOO, the Deterministic Optimistic Optimization of Munos (NIPS 2011), with PyXAB's rules
+(algos/DOO.py), as one policy of the tree skeleton.
+
+A centralized baseline like HCT: one evaluation of the *global* objective per round (noisy if the
+run's noise says so), regret per evaluation, R(t) = sum_{s<=t} f* - f(x_s).  Rules, round t = 1..T:
+
+* Every node is evaluated once, at its centre, and the value kept (the reward, noise included).
+* b = value + delta(h) for an evaluated leaf at depth h.
+* Select: the first node not yet evaluated; when every node is evaluated, expand the leaf with the
+  largest b (the node created last wins ties: PyXAB's ``>=`` over its layers in creation order) and
+  evaluate its lower child.  The root is evaluated in round 1, so a node's row is its round - 1.
+* Recommend: the centre of the evaluated node with the largest value (the last created on ties).
+
+delta (PyXAB's ``delta``, a function of the depth):
+
+* 'pyxab' (default): PyXAB's ``delta_init``, the max over a layer's nodes of max((lo_0 - c_0)^2,
+  (hi_0 - c_0)^2), the squared half side of the cell along the first dimension.  PyXAB's DOO makes
+  every expansion a new layer (``make_children(newlayer=True)``), so a layer is the root or one
+  node's two children, and the max runs over a node and its sibling.  (PyXAB's DOO takes a
+  ``delta`` argument but stores it only when it is None: its default is the only delta it runs.)
+* 'geometric': Munos's delta(h) = c gamma^h, computed as the parent's delta times gamma (the
+  defaults c = 1, gamma = 1/2 give 1 / 2^h).
+
+Exactness and cost.  Noise-free runs in float64 equal PyXAB 0.3.0's own DOO point for point on
+Garland (tests/test_doo.py, where PyXAB is installed) and tests/support/reference_doo.py in every
+mode.  A round costs O(log T): the evaluated leaf's b enters a :class:`tree.Tournament` of the
+leaves, whose root is the best leaf, and the expanded leaf leaves it (an argmax over the table
+every round would make a run O(T^2)).  A node's delta is written into its row (U) when it is
+created and b = value + U is formed when it is evaluated.  The table holds T + 2 rows, which no
+run can outgrow (one expansion per two rounds).
+
+Differences from PyXAB: it counts never-evaluated cells as value 0 when it recommends (the upper
+child of an expansion made in round T); here only evaluated cells count.  'geometric' multiplies
+by gamma once per depth, which equals c gamma^h exactly when gamma is a power of two.  Below depth
+MAX_HEIGHT, split='longest' keeps the dimension of depth MAX_HEIGHT (a chain that deep has halved
+each of D sides 2048 / D times: below float64 resolution unless D > 40).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.config import BaselineConfig
+from fedpne_jax.core.validation import check_real
+
+DELTAS = ("pyxab", "geometric")
+
+
+@dataclasses.dataclass(frozen=True)
+class DOOConfig(BaselineConfig):
+    """DOO's parameters (PyXAB's delta; c and gamma only for delta='geometric')."""
+
+    delta: str = "pyxab"
+    c: float = 1.0
+    gamma: float = 0.5
+    split: str = "random"
+    precision: str = "float32"
+
+    def __post_init__(self):
+        super().__post_init__()
+        tree.check_choice("delta", self.delta, DELTAS)
+        check_real("c", self.c, low=0.0, magnitude=1e30)
+        check_real("gamma", self.gamma, low=0.0, high=1.0)
+        tree.check_choice("split", self.split, tree.SPLITS)
+        tree.check_choice("precision", self.precision, tree.PRECISIONS)
+
+    @property
+    def capacity(self) -> int:
+        """Rows: the root and two children per expansion, one expansion per two rounds."""
+        return self.horizon + 2
+
+    def resolved(self) -> dict:
+        out = super().resolved()
+        out.update(capacity=self.capacity)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class DOOStatic(tree.TreeStatic):
+    delta: str = "pyxab"
+
+
+class DOOParams(NamedTuple):
+    c: np.ndarray            # () delta of the root ('geometric')
+    gamma: np.ndarray        # () delta's ratio per depth ('geometric')
+    noise_scale: np.ndarray  # ()
+
+
+def make_static(config: DOOConfig, objective, tables=None) -> DOOStatic:
+    height = min((config.horizon + 1) // 2, tree.MAX_HEIGHT)
+    return tree.make_static(config, objective, config.capacity, height, cls=DOOStatic, delta=config.delta)
+
+
+def make_params(config: DOOConfig, tables=None) -> DOOParams:
+    real = np.dtype(config.precision)
+    return DOOParams(c=np.asarray(config.c, real), gamma=np.asarray(config.gamma, real),
+                     noise_scale=np.asarray(config.noise_scale, real))
+
+
+class Choice(NamedTuple):
+    node: jax.Array          # () int32 the row evaluated
+    delta: jax.Array         # () its delta (U), read when it is selected
+
+
+def _select(static: DOOStatic, params, table, extra, t):
+    spec = static.tree
+    node = jnp.minimum(t - 1, spec.capacity - 1)
+    row = table.rows[node]
+    return Choice(node, tree.as_float(spec, row[tree.U])), tree.centre(spec, row)
+
+
+def _child_deltas(static: DOOStatic, params: DOOParams, node_row):
+    """A function of the two children's rows giving their delta: from their boxes ('pyxab') or
+    their parent's delta times gamma ('geometric')."""
+    spec = static.tree
+    if static.delta == "geometric":
+        own = jnp.where(node_row[tree.PARENT] < 0, params.c, tree.as_float(spec, node_row[tree.U]))
+        return lambda kids: jnp.broadcast_to(own * params.gamma, (2,))
+
+    def layer(kids):
+        box = tree.box_of(spec, kids)[:, :, 0]                          # (2, 2): lo_0, hi_0 of each
+        c = (box[:, 0] + box[:, 1]) / 2
+        return jnp.broadcast_to(jnp.max(jnp.maximum((box[:, 0] - c) ** 2, (box[:, 1] - c) ** 2)), (2,))
+    return layer
+
+
+def _update(static: DOOStatic, params: DOOParams, table, leaves: tree.Tournament, last: tree.Last, t, active):
+    """Keep round t's value; once every node is evaluated, expand the best leaf and give its children
+    their delta (U).  b = value + U enters the tournament of leaves when a node is evaluated and
+    leaves it when the node is expanded."""
+    spec = static.tree
+    node = last.choice.node
+    # delta was written in an earlier round, so this add cannot be contracted with the product that
+    # made it (XLA's CPU backend fuses a multiply and an add into an FMA where it sees both); and it
+    # was read in the selection, so that every read of the table below feeds its one write (a read
+    # XLA cannot order before the write makes it copy the whole table).
+    b = last.reward + last.choice.delta
+    row = table.rows[node]
+    row = row.at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, last.reward))
+    grow = active & (t == table.size)
+    leaves, best = tree.tournament_pop(spec, leaves, node, b, active, grow)
+    best_row = jnp.where(best == node, row, table.rows[best])
+    table, overflow = tree.expand(spec, table, best, grow, last.split_u, node_row=best_row,
+                                  child_u=_child_deltas(static, params, best_row), also=(node, row, active))
+    return table, leaves, overflow
+
+
+def _recommend(static: DOOStatic, params, table, extra, last):
+    spec = static.tree
+    best, _ = tree.best_row(spec, table, tree.as_float(spec, table.rows[:, tree.MEAN]),
+                            table.rows[:, tree.COUNT] > 0)
+    return tree.centre(spec, table.rows[best])
+
+
+POLICY = tree.TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False,
+                         init=lambda static, params, table: tree.tournament(static.tree))
+
+
+def run_single(static: DOOStatic, params: DOOParams, objective, key):
+    return tree.run(static, params, objective, key, POLICY)
+
+
+ALGORITHM = Algorithm(name="doo", config_type=DOOConfig, make_static=make_static, make_params=make_params,
+                      run_single=run_single, metrics=tree.METRICS,
+                      check=lambda config, objective: tree.check_objective(config.split, objective),
+                      styles=(("doo", Style("DOO", "#ff7f0e", "D")),))

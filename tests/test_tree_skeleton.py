@@ -1,0 +1,299 @@
+"""The tree skeleton (fedpne_jax.algorithms.trees.tree) with a toy policy of its own: every node is
+evaluated once, in creation order, and once every node is evaluated the leaf with the best value is
+expanded (greedy "expand the best leaf", DOO without its delta).  Against a plain Python model of
+the same rule: the exact cells it picks (1-D, 2-D longest-side and random splits), the regret book
+against NumPy cumulative sums at the checkpoint rounds, the capacity overflow flag (of expand and
+of T-HOO's fused path update), the refresh schedule, parallel instances against separate runs, and
+the table primitives (best_leaf's ties and mask, expand's one scatter, the tournament of leaves
+against an argmax)."""
+import dataclasses
+from fractions import Fraction
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.algorithms.trees import hoo, tree
+from fedpne_jax.core import executor
+from fedpne_jax.core.errors import FLAG_CAPACITY
+from objectives.objective import Objective
+
+T = 60
+
+
+class Params(NamedTuple):
+    noise_scale: np.ndarray
+
+
+def _toy_select(static, params, table, extra, t):
+    node = jnp.minimum(t - 1, static.tree.capacity - 1)
+    return node, tree.centre(static.tree, table.rows[node])
+
+
+def _toy_update(static, params, table, extra, last, t, active):
+    spec = static.tree
+    head = table.rows[last.choice].at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, last.reward))
+    table = table._replace(rows=table.rows.at[jnp.where(active, last.choice, spec.capacity)].set(head, mode="drop"))
+    best, _ = tree.best_leaf(spec, table, tree.as_float(spec, table.rows[:, tree.MEAN]))
+    table, overflow = tree.expand(spec, table, best, active & (t == table.size), last.split_u)
+    return table, extra, overflow
+
+
+TOY = tree.TreePolicy(select=_toy_select, update=_toy_update, root_expanded=False)
+
+
+def toy_run(static, params, objective, key):
+    return tree.run(static, params, objective, key, TOY)
+
+
+def _vee(centre):
+    def f(data, x):
+        return -jnp.sum(jnp.abs(x - jnp.asarray(centre, x.dtype)))
+    return Objective(name="vee", lo=(0.0,) * len(centre), hi=(1.0,) * len(centre), f_star=0.0, num_clients=1,
+                     global_fn=f, local_fn=lambda data, x, m: f(data, x))
+
+
+def _static(objective, split="longest", real="float64", capacity=T + 2, rounds=None):
+    rounds = tuple(range(1, T + 1)) if rounds is None else tuple(rounds)
+    return tree.TreeStatic(horizon=T, checkpoint_rounds=rounds, noise_kind="none",
+                           tree=tree.make_spec(capacity, T, objective, split, real), real=real,
+                           chunk=tree.chunk_size(T), trace=True)
+
+
+def _run(run_single, static, objective, seeds=(0,), params=None):
+    params = Params(np.asarray(0.0, static.real)) if params is None else params
+    out, _, _ = executor.execute(run_single, static, params, objective, 0, np.asarray(seeds))
+    return out
+
+
+def model(centre, horizon, split_dim):
+    """The toy rule in plain Python: cells are (lo, hi, depth) with float corners, evaluated in creation
+    order; ties go to the cell created last.  ``split_dim(t, lo, hi)``: the dimension of the expansion
+    made in round t.  Returns (points of rounds 1..T + 1, cells, deepest depth)."""
+    f = lambda x: -sum(abs(a - b) for a, b in zip(x, centre))
+    cells, values, expanded, points = [([0.0] * len(centre), [1.0] * len(centre), 0)], [], [], []
+    for t in range(1, horizon + 2):
+        lo, hi, _ = cells[t - 1]
+        points.append([(a + b) / 2 for a, b in zip(lo, hi)])
+        if t > horizon:
+            break
+        values.append(f(points[-1]))
+        expanded.append(False)
+        if t == len(cells):
+            best = max((i for i in range(len(cells)) if not expanded[i]), key=lambda i: (values[i], i))
+            lo, hi, depth = cells[best]
+            d = split_dim(t, lo, hi)
+            mid = (lo[d] + hi[d]) / 2
+            cells.append((lo, hi[:d] + [mid] + hi[d + 1:], depth + 1))
+            cells.append((lo[:d] + [mid] + lo[d + 1:], hi, depth + 1))
+            expanded[best] = True
+    return np.asarray(points), len(cells), max(depth for _, _, depth in cells)
+
+
+def longest(t, lo, hi):
+    sides = [Fraction(b) - Fraction(a) for a, b in zip(lo, hi)]
+    return max(range(len(sides)), key=lambda i: (sides[i], -i))
+
+
+def assert_model_run(out, i, centre, split_dim):
+    points, nodes, depth = model(centre, T, split_dim)
+    np.testing.assert_array_equal(out.points[i], points[:T])
+    np.testing.assert_array_equal(out.recommendation[i], points[T])     # round T + 1's selection
+    assert (out.nodes[i], out.depth[i], out.flags[i]) == (nodes, depth, 0)
+    return depth
+
+
+def assert_book(out, i, objective, rounds):
+    """The curve is the NumPy cumulative sum of f* - f(x_t) read at the checkpoint rounds."""
+    values = np.asarray(objective.value(out.points[i]))
+    regret = np.cumsum(np.asarray(objective.f_star, values.dtype) - values, dtype=values.dtype)
+    np.testing.assert_array_equal(out.curve[i], regret[np.asarray(rounds) - 1])
+    assert out.final_regret[i] == regret[-1]
+
+
+def test_expand_the_best_leaf_picks_the_predicted_cells_in_1d():
+    objective = _vee((0.3,))
+    rounds = (1, 2, 2, 7, 30, 30, 59, 60)             # shared rounds copy the first checkpoint's value
+    out = _run(toy_run, _static(objective, rounds=rounds), objective)
+    np.testing.assert_array_equal(out.points[0, :11, 0], [0.5, 0.25, 0.75, 0.125, 0.375, 0.3125, 0.4375, 0.28125,
+                                                          0.34375, 0.265625, 0.296875])
+    assert assert_model_run(out, 0, (0.3,), lambda t, lo, hi: 0) >= 10      # it zooms in on 0.3
+    with jax.enable_x64(True):
+        assert_book(out, 0, objective, rounds)
+
+
+def test_longest_side_split_in_2d():
+    objective = _vee((0.3, 0.7))
+    out = _run(toy_run, _static(objective), objective)
+    assert_model_run(out, 0, (0.3, 0.7), longest)
+    assert len(set(out.points[0, :, 0])) > 4 and len(set(out.points[0, :, 1])) > 4
+
+
+def test_random_split_follows_the_rounds_uniforms():
+    """The node expanded in round t splits along run_split_dims(...)[t] (the root too: it is expanded
+    in round 1's update)."""
+    objective = _vee((0.3, 0.7))
+    static = _static(objective, split="random")
+    seeds = [0, 1, 2]
+    out = _run(toy_run, static, objective, seeds)
+    for i, seed in enumerate(seeds):
+        dims = tree.run_split_dims(executor.seed_key(0, seed), T, static.chunk, 2, "float64")
+        assert_model_run(out, i, (0.3, 0.7), lambda t, lo, hi, dims=dims: int(dims[t]))
+    assert len({tuple(p) for p in out.points[:, 5]}) > 1       # the seeds' partitions differ
+
+
+def test_capacity_overflow_raises_the_flag():
+    objective = _vee((0.3,))
+    full = _run(toy_run, _static(objective, capacity=5, real="float32"), objective)
+    assert full.flags[0] & FLAG_CAPACITY and full.nodes[0] == 5
+    static = _static(objective, capacity=T + 1, real="float32")      # T + 1 rows: just enough
+    fits = _run(toy_run, static, objective)
+    assert fits.flags[0] == 0
+    assert_book(fits, 0, objective, static.checkpoint_rounds)        # float32: a float32 cumulative sum
+
+
+def test_capacity_overflow_of_the_fused_path_update():
+    """T-HOO's table is sized so that it cannot overflow; one too small must say so."""
+    objective = _vee((0.3,))
+    config = hoo.HOOConfig(horizon=T, noise="none", checkpoints=6, depth_limit=T)
+    static = hoo.make_static(config, objective)
+    assert static.tree.capacity == 3 + 2 * T
+    params = hoo.make_params(config)
+    assert _run(hoo.run_single, static, objective, params=params).flags[0] == 0
+    small = dataclasses.replace(static, tree=dataclasses.replace(static.tree, capacity=9))
+    out = _run(hoo.run_single, small, objective, params=params)
+    assert out.flags[0] & FLAG_CAPACITY and out.nodes[0] == 9
+
+
+class Log(NamedTuple):
+    updates: jax.Array        # () active updates so far
+    at_refresh: jax.Array     # (8,) updates done when refresh k ran (-1: never)
+
+
+def _log_update(static, params, table, extra, last, t, active):
+    return table, extra._replace(updates=extra.updates + active), jnp.bool_(False)
+
+
+def _log_refresh(static, params, k, table, extra):
+    return table, extra._replace(at_refresh=extra.at_refresh.at[k].set(extra.updates))
+
+
+def _log_recommend(static, params, table, extra, last):
+    # The driver's final state is no output: the log comes back as the recommendation.
+    return jnp.concatenate([extra.at_refresh, extra.updates[None]]).astype(last.point.dtype)
+
+
+LOG = tree.TreePolicy(select=_toy_select, update=_log_update, refresh=_log_refresh, recommend=_log_recommend,
+                      init=lambda static, params, table: Log(jnp.int32(0), jnp.full((8,), -1, jnp.int32)))
+
+
+def log_run(static, params, objective, key):
+    return tree.run(static, params, objective, key, LOG)
+
+
+def test_refresh_runs_between_the_selection_and_the_update_of_round_two_to_the_k():
+    objective = _vee((0.3,))
+    log = _run(log_run, _static(objective, real="float32"), objective).recommendation[0]
+    # T = 60: refreshes at rounds 1, 2, 4, 8, 16, 32, each after the updates of rounds 1 .. 2^k - 1.
+    np.testing.assert_array_equal(log, [0, 1, 3, 7, 15, 31, -1, -1, T])
+
+
+def test_best_leaf_breaks_ties_towards_the_last_row_and_honours_its_mask():
+    objective = _vee((0.3,))
+    spec = tree.make_spec(9, 4, objective, "longest", "float32")
+    table = tree.init(spec, objective.lo, objective.hi, jax.random.key(0))        # rows 0 (root), 1, 2
+    table, overflow = tree.expand(spec, table, 1, True, 0.0)                      # rows 3, 4 under row 1
+    assert not overflow and int(table.size) == 5 and int(table.height) == 2
+    score = jnp.asarray([9.0, 9.0, 5.0, 5.0, 1.0, 7.0, 7.0, 7.0, 7.0])         # rows 0, 1: not leaves; 5..: free
+    assert [int(v) for v in tree.best_leaf(spec, table, score)] == [3, 5]
+    depth = table.rows[:, tree.DEPTH]
+    assert [int(v) for v in tree.best_leaf(spec, table, score, depth == 2)] == [3, 5]
+    assert [int(v) for v in tree.best_leaf(spec, table, score, depth == 1)] == [2, 5]
+    assert int(tree.best_leaf(spec, table, score, depth == 3)[0]) == -1
+
+
+def test_expand_writes_the_children_and_the_callers_row_in_one_scatter():
+    objective = _vee((0.3,))
+    spec = tree.make_spec(5, 4, objective, "longest", "float32")
+    table = tree.init(spec, objective.lo, objective.hi, jax.random.key(0))       # rows 0 (root), 1, 2
+    mark = lambda row, value: table.rows[row].at[tree.COUNT].set(value)
+    out, overflow = tree.expand(spec, table, 1, True, 0.0, also=(2, mark(2, 7), True),
+                                child_u=lambda kids: jnp.asarray([0.25, 0.5]))
+    assert not overflow and (int(out.size), int(out.height)) == (5, 2)
+    assert [int(out.rows[r, tree.CHILD]) for r in range(5)] == [1, 3, -1, -1, -1]
+    assert int(out.rows[1, tree.GEN]) == 1 and int(out.rows[2, tree.COUNT]) == 7
+    assert [int(out.rows[r, tree.PARENT]) for r in (3, 4)] == [1, 1]
+    np.testing.assert_array_equal(tree.as_float(spec, out.rows[3:5, tree.U]), [0.25, 0.5])
+    np.testing.assert_array_equal(tree.box_of(spec, out.rows[3:5])[:, :, 0], [[0.0, 0.25], [0.25, 0.5]])
+    # The caller's row for the expanded node itself travels as node_row (``also`` would clash).
+    same, _ = tree.expand(spec, table, 1, True, 0.0, node_row=mark(1, 9), also=(1, mark(1, 8), True))
+    assert int(same.rows[1, tree.COUNT]) == 9 and int(same.rows[1, tree.CHILD]) == 3
+    full, overflow = tree.expand(spec, out, 2, True, 0.0, also=(0, out.rows[0].at[tree.COUNT].set(4), True))
+    assert overflow and int(full.size) == 5 and int(full.rows[2, tree.CHILD]) == -1
+    assert int(full.rows[0, tree.COUNT]) == 4                                     # ``also`` is still written
+    nothing, overflow = tree.expand(spec, out, 2, False, 0.0)
+    assert not overflow and np.array_equal(nothing.rows, out.rows) and int(nothing.size) == 5
+
+
+def test_tournament_pop_matches_an_argmax_with_last_row_ties():
+    """Random scores (with ties) set and best rows taken, against NumPy: the best is the last row
+    with the largest score after each set, and a taken row is gone."""
+    objective = _vee((0.3,))
+    spec = tree.make_spec(11, 4, objective, "longest", "float32")               # P = 16: padded rows stay -inf
+    pop = jax.jit(lambda tour, row, value, take: tree.tournament_pop(spec, tour, row, value, True, take))
+    tour, scores = tree.tournament(spec), np.full(11, -np.inf, np.float32)
+    rng = np.random.default_rng(0)
+    for step in range(60):
+        row, value, take = int(rng.integers(11)), np.float32(rng.integers(4)), bool(rng.random() < 0.4)
+        tour, best = pop(tour, row, value, take)
+        scores[row] = value
+        want = int(np.flatnonzero(scores == scores.max())[-1])
+        assert int(best) == want, step
+        if take:
+            scores[want] = -np.inf
+    assert int(tour.nodes[1, 1]) == int(np.flatnonzero(scores == scores.max())[-1])
+
+
+class Parallel(NamedTuple):
+    instances: hoo.HOOParams      # stacked: a leading (2,) axis
+    noise_scale: np.ndarray
+
+
+def _alternate(static, params, t):
+    return (t - 1) % 2
+
+
+PARALLEL = tree.parallel(hoo.POLICY, _alternate)
+
+
+def parallel_run(static, params, objective, key):
+    return tree.run(static, params, objective, key, PARALLEL)
+
+
+def test_parallel_instances_are_independent_runs_on_their_rounds():
+    """Two T-HOO instances (rho = 0.3 and 0.8) taking turns over 2T rounds: instance i's points are
+    those of a T-HOO run of its own over T rounds (noise-free, so the uniforms they share do not
+    matter in 1-D), and the tables' sizes add up."""
+    objective = _vee((0.3,))
+    configs = [hoo.HOOConfig(horizon=T // 2, rho=rho, noise="none", checkpoints=5, precision="float64")
+               for rho in (0.3, 0.8)]
+    height = max(c.height for c in configs)
+    stacked = [hoo.make_params(c)._replace(smooth=np.asarray([c.nu * c.rho ** h for h in range(height + 1)]))
+               for c in configs]
+    params = Parallel(jax.tree.map(lambda *a: np.stack(a), *stacked), np.asarray(0.0))
+    static = tree.TreeStatic(horizon=T, checkpoint_rounds=tuple(range(1, T + 1)), noise_kind="none",
+                             tree=tree.make_spec(max(c.capacity for c in configs), height, objective, "random",
+                                                 "float64"),
+                             real="float64", chunk=tree.chunk_size(T), trace=True, instances=2)
+    out = _run(parallel_run, static, objective, params=params)
+    alone = [_run(hoo.run_single, dataclasses.replace(hoo.make_static(c, objective), trace=True), objective,
+                  params=hoo.make_params(c)) for c in configs]
+    for i, single in enumerate(alone):
+        np.testing.assert_array_equal(out.points[0, i::2], single.points[0])
+    assert not np.array_equal(alone[0].points[0], alone[1].points[0])
+    np.testing.assert_array_equal(out.recommendation[0], alone[0].recommendation[0])   # round T + 1: instance 0
+    assert out.nodes[0] == alone[0].nodes[0] + alone[1].nodes[0] and out.flags[0] == 0
+    assert out.depth[0] == max(alone[0].depth[0], alone[1].depth[0])
+    with jax.enable_x64(True):
+        assert_book(out, 0, objective, static.checkpoint_rounds)
