@@ -156,8 +156,8 @@ def portability_rows(quick: bool, repeats: int) -> list[dict]:
     exact pulls/s over approximate pulls/s."""
     T, seeds, device = (200 if quick else 2000), 100, device_name()
     rates, original = {}, gp.exact_sqrt
-    for variant, sqrt in (("exact", original), ("approximate", jnp.sqrt)):
-        for name in MODULES:
+    for name in MODULES:                         # the two variants of one algorithm back to back
+        for variant, sqrt in (("exact", original), ("approximate", jnp.sqrt)):
             executor._compiled.clear()           # the program depends on the patched function, not its key
             gp.exact_sqrt = bo.exact_sqrt = sqrt
             try:

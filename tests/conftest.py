@@ -15,6 +15,7 @@ import jax
 
 from fedpne_jax.algorithms import BUILTIN
 
+
 def _cache_folder(run: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"fedpne-jax-test-compilations-{run}")
 
