@@ -169,4 +169,4 @@ def run_single(static: DOOStatic, params: DOOParams, objective, key):
 ALGORITHM = Algorithm(name="doo", config_type=DOOConfig, make_static=make_static, make_params=make_params,
                       run_single=run_single, metrics=tree.METRICS,
                       check=lambda config, objective: tree.check_objective(config.split, objective),
-                      styles=(("doo", Style("DOO", "#ff7f0e", "D")),))
+                      styles=(("doo", Style("DOO", "#6b6ecf", "d")),))
