@@ -132,11 +132,11 @@ def test_both_paths_make_the_same_run(iterative):
 @pytest.mark.parametrize("kw", [dict(noise="gaussian:0.3", sampling="client", split="random", k=3),
                                 dict(noise="uniform:0.3")])
 def test_numbers_do_not_depend_on_capacity_or_batch(kw, iterative):
-    config = fp.FedPNEConfig(num_clients=M, horizon=3000, checkpoints=7, **kw)
-    grown = fp.run(config.replace(capacity=4), iterative, seeds=3, base_seed=2)
+    config = fp.FedPNEConfig(num_clients=M, horizon=1500, checkpoints=7, **kw)
+    grown = fp.run(config.replace(capacity=8), iterative, seeds=3, base_seed=2)
     roomy = fp.run(config.replace(capacity=256), iterative, seeds=3, base_seed=2)
     alone = fp.run(config.replace(capacity=256), iterative, seeds=[1], base_seed=2)
-    assert grown.capacity < 256
+    assert 8 < grown.capacity < 256                          # the table did grow
     for other, rows in ((grown, slice(None)), (alone, [1])):
         np.testing.assert_array_equal(other.final_regret, roomy.final_regret[rows])
         np.testing.assert_array_equal(other.curves, roomy.curves[rows])
