@@ -12,7 +12,9 @@ import tempfile
 import uuid
 
 import jax
+import pytest
 
+import objectives
 from fedpne_jax.algorithms import BUILTIN
 
 
@@ -43,3 +45,14 @@ def pytest_sessionfinish(session):
     run = getattr(session.config.option, "testrunuid", None)
     if run and not hasattr(session.config, "workerinput"):
         shutil.rmtree(_cache_folder(run), ignore_errors=True)
+
+
+# The one-client, homogeneous problems of the centralized tree tests (test_hct, test_hoo, test_doo).
+@pytest.fixture(scope="module")
+def garland():
+    return objectives.make_objective("garland", num_clients=1, heterogeneity="none")
+
+
+@pytest.fixture(scope="module")
+def himmelblau():
+    return objectives.make_objective("himmelblau", num_clients=1, heterogeneity="none")

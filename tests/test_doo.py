@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-import objectives
 from fedpne_jax.algorithms.trees import doo, tree
 from fedpne_jax.core import executor
 from tests.support import reference_doo
@@ -36,14 +35,6 @@ def reference(config, name, dim, split_dims=None, **kw):
                              split_dim_fn=None if split_dims is None else (lambda t: int(split_dims[t])), **kw)
 
 
-@pytest.fixture(scope="module")
-def garland():
-    return objectives.make_objective("garland", num_clients=1, heterogeneity="none")
-
-
-@pytest.fixture(scope="module")
-def himmelblau():
-    return objectives.make_objective("himmelblau", num_clients=1, heterogeneity="none")
 
 
 @pytest.mark.parametrize("delta", ["pyxab", "geometric"])

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-import objectives
 from fedpne_jax.algorithms.trees import hct, tree
 from fedpne_jax.core import executor
 from tests.support import reference_hct
@@ -46,14 +45,6 @@ def split_dims(static, seed, base_seed=0):
     return tree.run_split_dims(executor.seed_key(base_seed, seed), static.horizon, static.chunk, static.tree.dim)
 
 
-@pytest.fixture(scope="module")
-def garland():
-    return objectives.make_objective("garland", num_clients=1, heterogeneity="none")
-
-
-@pytest.fixture(scope="module")
-def himmelblau():
-    return objectives.make_objective("himmelblau", num_clients=1, heterogeneity="none")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-import objectives
 from fedpne_jax.algorithms.trees import hoo
 from fedpne_jax.core import executor
 from tests.support import reference_hoo
@@ -39,14 +38,6 @@ def reference(config, name, dim, **kw):
                              depth_limit=config.depth_limit, split=config.split, checkpoints=config.checkpoints, **kw)
 
 
-@pytest.fixture(scope="module")
-def garland():
-    return objectives.make_objective("garland", num_clients=1, heterogeneity="none")
-
-
-@pytest.fixture(scope="module")
-def himmelblau():
-    return objectives.make_objective("himmelblau", num_clients=1, heterogeneity="none")
 
 
 @pytest.fixture(scope="module")

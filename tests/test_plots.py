@@ -12,9 +12,9 @@ from PIL import Image
 
 from fedpne_jax.cli import main
 from fedpne_jax.core import registry
-from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import SweepResults
 from fedpne_jax.paper import figures, plot
+from tests.support import fake_sweeps
 
 PNG = b"\x89PNG\r\n\x1a\n"
 ROUNDS = np.arange(1, 21) * 10
@@ -40,20 +40,7 @@ def six_runs(folder) -> list:
 
 def fake_results(study: str, seed: int) -> SweepResults:
     """A study's full-size SweepResults with made-up numbers: every label and shape a real sweep has."""
-    sw = sweep_lib.load(figures.STUDIES[study].definition(quick=False))
-    rng = np.random.default_rng(seed)
-    N, S, C = len(sw.entries), 3, 5
-    horizons = np.array([e.labels["horizon"] for e in sw.entries])
-    final = 10.0 + np.arange(N)[:, None] + rng.random((N, S))
-    M = np.array([e.objective["num_clients"] for e in sw.entries])
-    metrics = {"phases": np.tile(np.arange(N)[:, None] + 1, (1, S)),
-               "uploads": (M * (100 + np.arange(N)))[:, None] * np.ones((1, S), np.int64)}
-    return SweepResults(path=f"fake/{study}", hash="0", definition=sw.definition,
-                        configs=[e.labels for e in sw.entries], config_ids=[e.id for e in sw.entries],
-                        resolved=[{} for _ in sw.entries], algorithms=[e.algorithm for e in sw.entries],
-                        seeds=np.arange(S), checkpoints=np.outer(horizons, np.arange(1, C + 1)) // C,
-                        curves=final[:, :, None] * np.arange(1, C + 1) / C, final_regret=final,
-                        metrics=metrics, done=np.ones((N, S), bool))
+    return fake_sweeps.fake_results(study, seed, quick=False)
 
 
 @pytest.fixture(scope="module")

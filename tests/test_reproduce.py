@@ -12,11 +12,11 @@ import objectives
 from fedpne_jax.cli import main
 from fedpne_jax.core.registry import label
 from fedpne_jax.experiments import sweep as sweep_lib
-from fedpne_jax.experiments.load import SweepResults
 from fedpne_jax.experiments.store import write_json
 from fedpne_jax.paper import figures, summary
 from fedpne_jax.paper.plot import draw
 from fedpne_jax.paper.reproduce import reproduce
+from tests.support.fake_sweeps import fake_results
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -141,26 +141,6 @@ def test_summary_verdicts_on_known_data(tmp_path):
 ])
 def test_trend_verdicts(points, decreasing, verdict):
     assert summary.trend(points, decreasing) == verdict
-
-
-def fake_results(study: str, seed: int = 0):
-    """A study's SweepResults with made-up numbers: no run, every label and shape as a real sweep's.
-    Final regret of configuration i is 10 + i plus seed noise; uploads are M * (100 + i)."""
-    sw = sweep_lib.load(figures.STUDIES[study].definition(quick=True))
-    rng = np.random.default_rng(seed)
-    N, S, C = len(sw.entries), 3, 5
-    horizons = np.array([e.labels["horizon"] for e in sw.entries])
-    checkpoints = np.outer(horizons, np.arange(1, C + 1)) // C
-    final = 10.0 + np.arange(N)[:, None] + rng.random((N, S))
-    curves = final[:, :, None] * np.arange(1, C + 1) / C
-    M = np.array([e.objective["num_clients"] for e in sw.entries])
-    metrics = {"phases": np.tile(np.arange(N)[:, None] + 1, (1, S)),
-               "uploads": (M * (100 + np.arange(N)))[:, None] * np.ones((1, S), np.int64)}
-    return SweepResults(path=f"fake/{study}", hash="0", definition=sw.definition,
-                        configs=[e.labels for e in sw.entries], config_ids=[e.id for e in sw.entries],
-                        resolved=[{} for _ in sw.entries], algorithms=[e.algorithm for e in sw.entries],
-                        seeds=np.arange(S), checkpoints=checkpoints, curves=curves, final_regret=final,
-                        metrics=metrics, done=np.ones((N, S), bool))
 
 
 def test_every_figure_builds_draws_and_summarises(tmp_path):
