@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -360,7 +361,11 @@ def cmd_run(args) -> int:
 def run_interruptibly(compute) -> tuple[bool, object]:
     """``compute(stop, progress)`` in a worker thread, so that Ctrl-C is answered at once: the first
     says that the run stops after the call in flight (a compiled call cannot be cut), and how long
-    calls have taken; the second exits at once.  Returns (interrupted, what compute returned)."""
+    calls have taken; the second exits at once.  Returns (interrupted, what compute returned).
+
+    SIGINT gets a handler of its own that raises nothing: a KeyboardInterrupt raised where Python
+    cannot deliver it (inside a garbage-collector callback, say) is dropped, and the run would then
+    never hear of the Ctrl-C."""
     box: dict = {}
     stopping, finished = threading.Event(), threading.Event()
     calls: list = []
@@ -374,26 +379,35 @@ def run_interruptibly(compute) -> tuple[bool, object]:
         finally:
             finished.set()
 
+    def on_interrupt(signum, frame):
+        if stopping.is_set():
+            print(f"fedpne: {INTERRUPTED['run']}; exiting now", file=sys.stderr, flush=True)
+            os._exit(EXIT_INTERRUPTED)
+            return
+        stopping.set()
+        elapsed = time.monotonic() - started
+        if calls:
+            done, total, seconds = calls[-1]
+            expect = (f"{done:,} of {total:,} runs are done; a call takes about {seconds:.1f} s "
+                      f"(this one has run {elapsed - sum(c[2] for c in calls):.1f} s)")
+        else:
+            expect = f"this is the first call, compilation included; it has run {elapsed:.1f} s"
+        print(f"fedpne: stopping after the call in flight ({expect}); press Ctrl-C again to exit now",
+              file=sys.stderr, flush=True)
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+    except ValueError:                          # not the main thread: no handler can be set here
+        previous = None
     worker = threading.Thread(target=work, name="fedpne-run", daemon=True)
     worker.start()
-    # An event, not Thread.join: a KeyboardInterrupt inside join can leave the thread marked finished.
-    while not finished.is_set():
-        try:
-            finished.wait(0.1)
-        except KeyboardInterrupt:
-            if stopping.is_set():
-                print(f"fedpne: {INTERRUPTED['run']}; exiting now", file=sys.stderr, flush=True)
-                os._exit(EXIT_INTERRUPTED)
-            stopping.set()
-            elapsed = time.monotonic() - started
-            if calls:
-                done, total, seconds = calls[-1]
-                expect = (f"{done:,} of {total:,} runs are done; a call takes about {seconds:.1f} s "
-                          f"(this one has run {elapsed - sum(c[2] for c in calls):.1f} s)")
-            else:
-                expect = f"this is the first call, compilation included; it has run {elapsed:.1f} s"
-            print(f"fedpne: stopping after the call in flight ({expect}); press Ctrl-C again to exit now",
-                  file=sys.stderr, flush=True)
+    try:
+        # An event, not Thread.join: short waits let the main thread run the handler promptly.
+        while not finished.wait(0.1):
+            pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     if "error" in box:
         raise box["error"]
     return stopping.is_set(), box.get("value")
