@@ -59,17 +59,16 @@ def register(algorithm: Algorithm) -> Algorithm:
     if other is not None:
         raise ValueError(f"algorithm {name!r}: its config_type {algorithm.config_type.__name__} already belongs "
                          f"to algorithm {other.name!r}; each algorithm needs its own configuration class")
-    styles = dict(algorithm.styles) or {name: Style(name, "", "")}
-    for result_name in styles:
+    # An algorithm without styles reports under its own name, unstyled.
+    result_names = [result_name for result_name, _ in algorithm.styles] or [name]
+    for result_name in result_names:
         if result_name in _OWNER:
             raise ValueError(f"algorithm {name!r}: result name {result_name!r} is already reported by algorithm "
                              f"{_OWNER[result_name]!r}")
     _ALGORITHMS[name] = algorithm
     _BY_TYPE[algorithm.config_type] = algorithm
-    for result_name, style_ in styles.items():
-        _OWNER[result_name] = name
-        if algorithm.styles:
-            _STYLES[result_name] = style_
+    _OWNER.update(dict.fromkeys(result_names, name))
+    _STYLES.update(algorithm.styles)
     return algorithm
 
 
