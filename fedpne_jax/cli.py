@@ -19,6 +19,7 @@ from fedpne_jax.core.config import NOISE_KINDS, parse_noise
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
 from fedpne_jax.core.files import WriteError
 from fedpne_jax.core.run import run
+from fedpne_jax.core.validation import is_seed, is_seed_count
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.runner import run_sweep
@@ -317,12 +318,12 @@ def cmd_run(args) -> int:
     if args.help_params:
         print(describe_params(algorithm))
         return 0
-    if not 0 <= args.objective_seed <= 2**31 - 1:
+    if not is_seed(args.objective_seed):
         raise ValueError(f"--objective-seed must be an integer in [0, 2^31 - 1], got {args.objective_seed}")
     if args.no_grow and not algorithm.grows:
         raise ValueError(f"--no-grow: algorithm {args.algorithm!r} has no table that grows (its tables have a "
                          f"fixed size)")
-    if args.seeds is not None and not 1 <= args.seeds <= 2**31:
+    if args.seeds is not None and not is_seed_count(args.seeds):
         raise ValueError(f"--seeds must be an integer in [1, 2^31] (seed indices are int32), got {args.seeds}")
     options = run_options(args)
     heterogeneity = args.heterogeneity or objectives.default_heterogeneity(

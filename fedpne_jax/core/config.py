@@ -17,6 +17,7 @@ DEFAULT_NOISE_SCALE = 0.1
 MAX_HORIZON = 2**31 - 2**17   # rounds are int32; n_h <= T + 1 and pull indices up to T + a chunk fit
 MAX_CLIENTS = 2**20
 MAX_NOISE_SCALE = 1e18        # its square must be a float32
+PRECISIONS = ("float32", "float64")   # of the points, values and regret of the tree algorithms
 
 
 def parse_noise(spec: str) -> tuple[str, float]:
@@ -41,9 +42,12 @@ def parse_noise(spec: str) -> tuple[str, float]:
 
 
 class NoiseSpec:
-    """What every algorithm's config derives from its ``noise`` string (and its ``replace``)."""
+    """What every algorithm's config derives from its fields: the noise kind and scale from its
+    ``noise`` string, its checkpoint rounds from ``horizon`` and ``checkpoints``, and ``replace``."""
 
-    noise: str             # a field of every config dataclass built on this (not a dataclass itself)
+    noise: str             # fields of every config dataclass built on this (not a dataclass itself)
+    horizon: int
+    checkpoints: int
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -55,6 +59,10 @@ class NoiseSpec:
     @property
     def noise_scale(self) -> float:
         return parse_noise(self.noise)[1]
+
+    @property
+    def checkpoint_rounds(self):
+        return checkpoints.rounds(self.horizon, self.checkpoints)
 
 
 def check_noise(spec) -> None:
@@ -88,10 +96,6 @@ class BaselineConfig(NoiseSpec):
         check_int("horizon (T)", self.horizon, 1, MAX_HORIZON)
         check_noise(self.noise)
         check_checkpoints(self.checkpoints, self.horizon)
-
-    @property
-    def checkpoint_rounds(self):
-        return checkpoints.rounds(self.horizon, self.checkpoints)
 
     def resolved(self) -> dict:
         """Every parameter with defaults filled in, as written to result files."""

@@ -27,7 +27,7 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from fedpne_jax.core import sharding
-from fedpne_jax.core.validation import is_int
+from fedpne_jax.core.validation import SEED_MAX, is_int, is_seed
 from objectives.python import host_errors
 
 
@@ -250,7 +250,7 @@ def available_memory() -> int | None:
         return None
 
 
-MAX_SEEDS = 2**31           # seed indices are int32: 0 .. 2^31 - 1
+MAX_SEEDS = SEED_MAX + 1
 
 
 def seed_count(seeds) -> int:
@@ -276,7 +276,7 @@ def seed_ids(seeds, distinct: bool = True) -> np.ndarray:
     except TypeError:
         raise ValueError(f"seeds must be a count >= 1 or a sequence of seed indices, got {seeds!r}") from None
     if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) \
-            or np.any(ids > 2**31 - 1):
+            or np.any(ids > SEED_MAX):
         raise ValueError(f"seeds must be a count >= 1 or a non-empty sequence of int32 seed indices >= 0, "
                          f"got {seeds!r}")
     if distinct:
@@ -290,7 +290,6 @@ def seed_ids(seeds, distinct: bool = True) -> np.ndarray:
 
 
 def check_base_seed(base_seed) -> int:
-    if not is_int(base_seed) \
-            or not (0 <= base_seed <= 2**31 - 1):
+    if not is_seed(base_seed):
         raise ValueError(f"base_seed must be an int in [0, 2^31 - 1], got {base_seed!r}")
     return int(base_seed)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+SPLITS = ("random", "longest")     # a random dimension per node (PyXAB's BinaryPartition), or this rule
+
 
 def longest_dims(lo, hi, k: int, depth: int) -> tuple[int, ...]:
     """Split dimension of the nodes at depths 0..depth: the longest side, lowest index on ties."""

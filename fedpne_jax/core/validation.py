@@ -10,6 +10,18 @@ import math
 
 import numpy as np
 
+# Seeds are int32 everywhere (keys, seed indices, objective seeds): an index or base seed is in
+# [0, SEED_MAX], and a count of seeds at most SEED_MAX + 1.
+SEED_MAX = 2**31 - 1
+
+
+def is_seed(value) -> bool:
+    return is_int(value) and 0 <= value <= SEED_MAX
+
+
+def is_seed_count(value) -> bool:
+    return is_int(value) and 1 <= value <= SEED_MAX + 1
+
 
 def is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -24,6 +36,11 @@ def check_int(name: str, value, low: int, high: int | None = None) -> None:
     if not is_int(value) or value < low or (high is not None and value > high):
         bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
         raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
+
+
+def check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def check_real(name: str, value, low=None, high=None, low_open: bool = True, high_open: bool = True,

@@ -57,7 +57,7 @@ import objectives
 from fedpne_jax.core import registry
 from fedpne_jax.core.files import WriteError
 from fedpne_jax.core.grid import points as grid_points
-from fedpne_jax.core.validation import is_int, is_real
+from fedpne_jax.core.validation import is_int, is_real, is_seed, is_seed_count
 
 FORMAT = "fedpne-sweep/1"
 TOP_KEYS = {"objectives", "algorithms", "clients", "horizon", "seeds", "base_seed", "heterogeneity",
@@ -216,13 +216,13 @@ def normalise(raw: dict) -> dict:
         raise SweepError("sweep: objectives repeats an objective")
     seeds = raw.get("seeds", 100)
     if isinstance(seeds, list):
-        if not seeds or any(not is_int(s) or not 0 <= s <= 2**31 - 1 for s in seeds) \
+        if not seeds or any(not is_seed(s) for s in seeds) \
                 or len(set(seeds)) != len(seeds):
             raise SweepError(f"sweep: seeds must be a count or a list of distinct int32 seed indices, got {seeds!r}")
-    elif not is_int(seeds) or not 1 <= seeds <= 2**31:
+    elif not is_seed_count(seeds):
         raise SweepError(f"sweep: seeds must be a count >= 1 or a list of seed indices, got {seeds!r}")
     base_seed = raw.get("base_seed", 0)
-    if not is_int(base_seed) or not 0 <= base_seed <= 2**31 - 1:
+    if not is_seed(base_seed):
         raise SweepError(f"sweep: base_seed must be an int in [0, 2^31 - 1], got {base_seed!r}")
     per_algorithm = {}
     for name in names:

@@ -10,14 +10,20 @@ import dataclasses
 import math
 from typing import Optional
 
-from fedpne_jax.core import checkpoints
-from fedpne_jax.core.config import MAX_CLIENTS, MAX_HORIZON, NoiseSpec, check_checkpoints, check_noise, parse_noise
-from fedpne_jax.core.validation import check_int, check_real
+from fedpne_jax.core.config import (
+    MAX_CLIENTS,
+    MAX_HORIZON,
+    PRECISIONS,
+    NoiseSpec,
+    check_checkpoints,
+    check_noise,
+    parse_noise,
+)
+from fedpne_jax.core.split import SPLITS
+from fedpne_jax.core.validation import check_choice, check_int, check_real
 
-SPLITS = ("random", "longest")
 PULLS = ("centre", "uniform")
 SAMPLINGS = ("auto", "aggregate", "client", "explicit")
-PRECISIONS = ("float32", "float64")
 DEFAULT_C = 0.1
 MAX_K = 256                   # k * capacity stays far below 2^31
 MAX_CAPACITY = 2**22          # the largest node table a run may grow to
@@ -61,8 +67,7 @@ class FedPNEConfig(NoiseSpec):
         check_int("num_clients (M)", self.num_clients, 1, MAX_CLIENTS)
         check_int("horizon (T)", self.horizon, 1, MAX_HORIZON)
         check_int("k", self.k, 2, MAX_K)
-        if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+        check_choice("split", self.split, SPLITS)
         check_real("nu", self.nu, low=0.0)
         check_real("rho", self.rho, low=0.0, high=1.0)
         if self.c is not None:
@@ -87,8 +92,7 @@ class FedPNEConfig(NoiseSpec):
         check_int("checkpoints", self.checkpoints, 1)      # C <= T is checked after L, which T = 1 fails first
         if self.capacity is not None:
             check_int("capacity", self.capacity, self.k, MAX_CAPACITY)
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        check_choice("precision", self.precision, PRECISIONS)
         if self.resolved_sampling == "aggregate" and not (kind in ("gaussian", "none") and self.pull == "centre"):
             raise ValueError("sampling 'aggregate' is exact only for gaussian or no noise with centre pulls; "
                              f"got noise={self.noise!r}, pull={self.pull!r}")
@@ -111,11 +115,6 @@ class FedPNEConfig(NoiseSpec):
             log_scale = math.nan
         if not abs(log_scale) < 700:
             raise ValueError(f"c and nu must keep c^2 L / nu^2 within float64 range, got c={self.c_value}, nu={self.nu}")
-
-    @property
-    def checkpoint_rounds(self):
-        """C evenly spaced rounds ceil(c T / C), c = 1..C; the last is T."""
-        return checkpoints.rounds(self.horizon, self.checkpoints)
 
     @property
     def dp(self) -> bool:

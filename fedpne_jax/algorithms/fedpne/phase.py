@@ -21,6 +21,7 @@ import jax.numpy as jnp
 from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.algorithms.fedpne import sampling as rewards
 from fedpne_jax.algorithms.fedpne.plan import Params, Static
+from fedpne_jax.core import checkpoints
 from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH
 
 
@@ -110,7 +111,7 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     complete = table.count <= full
     t_end = jnp.where(complete, t + jnp.minimum(table.count, full) * n, T)
 
-    rounds = jnp.asarray(static.checkpoint_rounds)
+    rounds = jnp.asarray(checkpoints.rounds(static.horizon, static.checkpoints))
     in_phase = (rounds > t) & (rounds <= t_end)
     offset = jnp.clip(rounds - t, 0, t_end - t)
     jc = row_quotient(offset, n)

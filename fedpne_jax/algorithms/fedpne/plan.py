@@ -18,7 +18,6 @@ import numpy as np
 
 from fedpne_jax.algorithms.fedpne import evaluation
 from fedpne_jax.algorithms.fedpne.config import MAX_CAPACITY, FedPNEConfig
-from fedpne_jax.core import checkpoints
 from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH, CapacityError
 from fedpne_jax.core.split import longest_dims
 
@@ -195,11 +194,6 @@ class Static:
     @property
     def float_dtype(self) -> np.dtype:
         return np.dtype(self.real)
-
-    @property
-    def checkpoint_rounds(self) -> np.ndarray:
-        """C evenly spaced rounds ceil(c T / C), c = 1..C; the last is T."""
-        return checkpoints.rounds(self.horizon, self.checkpoints)
 
 
 def make_static(config: FedPNEConfig, objective, sizes: Tables | None) -> Static:

@@ -46,29 +46,24 @@ import numpy as np
 
 from fedpne_jax.algorithms.trees import tree
 from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.config import BaselineConfig
-from fedpne_jax.core.validation import check_real
+from fedpne_jax.core.validation import check_choice, check_real
 
 DELTAS = ("pyxab", "geometric")
 
 
 @dataclasses.dataclass(frozen=True)
-class DOOConfig(BaselineConfig):
+class DOOConfig(tree.TreeConfig):
     """DOO's parameters (PyXAB's delta; c and gamma only for delta='geometric')."""
 
     delta: str = "pyxab"
     c: float = 1.0
     gamma: float = 0.5
-    split: str = "random"
-    precision: str = "float32"
 
     def __post_init__(self):
         super().__post_init__()
-        tree.check_choice("delta", self.delta, DELTAS)
+        check_choice("delta", self.delta, DELTAS)
         check_real("c", self.c, low=0.0, magnitude=1e30)
         check_real("gamma", self.gamma, low=0.0, high=1.0)
-        tree.check_choice("split", self.split, tree.SPLITS)
-        tree.check_choice("precision", self.precision, tree.PRECISIONS)
 
     @property
     def capacity(self) -> int:

@@ -51,24 +51,21 @@ import numpy as np
 
 from fedpne_jax.algorithms.trees import tree
 from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.config import BaselineConfig
-from fedpne_jax.core.validation import check_real
+from fedpne_jax.core.validation import check_choice, check_real
 
 EXPANDS = ("leaf", "pyxab")
 MAX_ROWS = 1 << 24
 
 
 @dataclasses.dataclass(frozen=True)
-class HCTConfig(BaselineConfig):
+class HCTConfig(tree.TreeConfig):
     """HCT's parameters (PyXAB's defaults; the paper's runs used rho = 0.75)."""
 
     nu: float = 1.0
     rho: float = 0.5
     c: float = 0.1
     delta: float = 0.01
-    split: str = "random"
     expand: str = "leaf"
-    precision: str = "float32"
 
     def __post_init__(self):
         super().__post_init__()
@@ -78,9 +75,7 @@ class HCTConfig(BaselineConfig):
         check_real("delta", self.delta, low=0.0)
         if self.delta > 1:
             raise ValueError(f"delta must be in (0, 1], got {self.delta!r}")
-        tree.check_choice("split", self.split, tree.SPLITS)
-        tree.check_choice("expand", self.expand, EXPANDS)
-        tree.check_choice("precision", self.precision, tree.PRECISIONS)
+        check_choice("expand", self.expand, EXPANDS)
         top = max(self.conf_terms()) / self.nu ** 2
         if not (self.nu < 1e30 and 0 < self.c ** 2 and top < 1e30):
             raise ValueError(f"c and nu must keep c^2 log(1/delta~) / nu^2 within float32 range, got c={self.c}, "

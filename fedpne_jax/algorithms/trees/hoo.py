@@ -37,29 +37,23 @@ import numpy as np
 
 from fedpne_jax.algorithms.trees import tree
 from fedpne_jax.core.algorithm import Algorithm, Style
-from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.core.validation import check_int, check_real
 
 
 @dataclasses.dataclass(frozen=True)
-class HOOConfig(BaselineConfig):
+class HOOConfig(tree.TreeConfig):
     """T-HOO's parameters (PyXAB's defaults)."""
 
     nu: float = 1.0
     rho: float = 0.5
     depth_limit: Optional[int] = None
-    split: str = "random"
-    precision: str = "float32"
 
     def __post_init__(self):
         super().__post_init__()
-        check_real("nu", self.nu, low=0.0)
-        check_real("rho", self.rho, low=0.0, high=1.0)
         check_real("nu", self.nu, low=0.0, high=1e30)
+        check_real("rho", self.rho, low=0.0, high=1.0)
         if self.depth_limit is not None:
             check_int("depth_limit (None for PyXAB's default)", self.depth_limit, 0)
-        tree.check_choice("split", self.split, tree.SPLITS)
-        tree.check_choice("precision", self.precision, tree.PRECISIONS)
         tree.check_height(self.height, f"depth_limit={self.limit}")
 
     @property

@@ -95,12 +95,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.core import noise
+from fedpne_jax.core.config import PRECISIONS, BaselineConfig
 from fedpne_jax.core.counters import threefry_words, unit_floats, unit_floats_52
 from fedpne_jax.core.errors import FLAG_CAPACITY
-from fedpne_jax.core.split import longest_dims
+from fedpne_jax.core.split import SPLITS, longest_dims
+from fedpne_jax.core.validation import check_choice
 
-SPLITS = ("random", "longest")
-PRECISIONS = ("float32", "float64")
 MAX_RANDOM_DIM = 1 << 16
 MAX_HEIGHT = 2048          # deepest tree a B-descent may need (path buffers hold height + 1 rows)
 UNROLL_HEIGHT = 64         # B chains over longer paths are a loop (bounded compile time)
@@ -189,11 +189,6 @@ def check_objective(split: str, objective) -> None:
     if split == "random" and objective.dim >= MAX_RANDOM_DIM:
         raise ValueError(f"split 'random' supports dimensions below {MAX_RANDOM_DIM}, objective "
                          f"{objective.name!r} has {objective.dim}; use split 'longest'")
-
-
-def check_choice(name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def _split(spec: TreeSpec, depth, u):
@@ -610,6 +605,20 @@ def pull(static, params, objective, book: Pull, t, x, u, pulling):
 
 
 # ---------------------------------------------------------------- the driver
+
+@dataclasses.dataclass(frozen=True)
+class TreeConfig(BaselineConfig):
+    """The fields every tree algorithm's config has beside the horizon, noise and checkpoints: the
+    partition's split rule and the precision of its boxes, values and regret."""
+
+    split: str = "random"
+    precision: str = "float32"
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_choice("split", self.split, SPLITS)
+        check_choice("precision", self.precision, PRECISIONS)
+
 
 @dataclasses.dataclass(frozen=True)
 class TreeStatic:
