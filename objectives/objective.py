@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from objectives.validation import is_int, is_real
+
 PROBE_POINTS = 3
 # float32 values of a mean of M terms differ from the exact mean by a few ulps of the largest term
 # (about 1e-7 relative); 1e-5 leaves two orders of margin for that and still refuses any real
@@ -190,14 +192,6 @@ jax.tree_util.register_pytree_with_keys(Objective, _flatten_with_keys, _unflatte
 @jax.jit
 def _probe_values(objective: Objective, X):
     return objective.value(X), objective.local_values(X)
-
-
-def is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def is_real(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_signature(name: str, label: str, call: str, fn, count: int) -> None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
+from objectives.validation import SEED_MAX as SEED_MAX
+from objectives.validation import is_int as is_int
+from objectives.validation import is_real as is_real
 
 # Seeds are int32 everywhere (keys, seed indices, objective seeds): an index or base seed is in
-# [0, SEED_MAX], and a count of seeds at most SEED_MAX + 1.
-SEED_MAX = 2**31 - 1
+# [0, SEED_MAX], and a count of seeds at most SEED_MAX + 1.  The number rules are the objectives
+# layer's (objectives.validation), so that both packages judge a value alike.
 
 
 def is_seed(value) -> bool:
@@ -21,14 +23,6 @@ def is_seed(value) -> bool:
 
 def is_seed_count(value) -> bool:
     return is_int(value) and 1 <= value <= SEED_MAX + 1
-
-
-def is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def is_real(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 def check_int(name: str, value, low: int, high: int | None = None) -> None:

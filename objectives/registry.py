@@ -1,0 +1,461 @@
+"""The objective registry: the spec classes (an objective's box, defaults and how it is built), the
+registries of built-in objectives (``REGISTRY``, ``REAL_REGISTRY``, ``BBOB_REGISTRY``, all in
+``OBJECTIVES``), registration of your own (:func:`register`, installed entry points) and lookup by
+name (:func:`spec`, :func:`make_objective` and the defaults).
+
+Each spec class builds its own objectives (``build_objective``) and picks its own default
+heterogeneity (``heterogeneity_for``), so :func:`make_objective` checks only what every objective
+shares (num_clients, seed) and a new kind of objective is a new spec class, not another branch of a
+chain of kinds.  The package's ``__init__`` re-exports the public names.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import inspect
+import re
+from typing import Callable, ClassVar, Protocol
+
+import jax
+
+from objectives import bbob, covid, digits, landmine, landmine_sklearn, synthetic
+from objectives.heterogeneity import HETEROGENEITIES, heterogeneous_parts, heterogeneous_parts_on_base
+from objectives.objective import Objective
+from objectives.validation import check_seed, is_int
+
+# The real objectives' clients differ by construction (their own data / region), so they have their
+# own heterogeneity kinds: 'intrinsic' (client m's own objective) and 'none' (every client sees the
+# global objective).  'shift' and 'fourier' would add offsets that take AUC, accuracy or
+# 1 - infection share outside [0, 1]; they are refused.
+REAL_HETEROGENEITIES = ("intrinsic", "none")
+
+
+class ObjectiveSpec(Protocol):
+    """What every registry entry offers: the defaults that the command line, sweeps and
+    :func:`default_size` read without building anything, and the building itself."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def default_dim(self) -> int | None: ...
+    @property
+    def fixed_dim(self) -> bool: ...
+    @property
+    def default_clients(self) -> int: ...
+    @property
+    def default_horizon(self) -> int: ...
+    @property
+    def default_seeds(self) -> int: ...
+    @property
+    def max_clients(self) -> int | None: ...
+    @property
+    def default_heterogeneity(self) -> str | None: ...
+    @property
+    def heterogeneities(self) -> tuple: ...
+
+    def heterogeneity_for(self, noise_kind: str | None) -> str | None:
+        """The heterogeneity used when none is asked for, under rewards of ``noise_kind``."""
+        ...
+
+    def build_objective(self, name: str, num_clients: int, heterogeneity: str | None, seed: int,
+                        dim: int | None, amplitude: float | None, instance: int | None) -> Objective:
+        """The objective ``name`` for ``num_clients`` clients (num_clients and seed already checked,
+        Python ints); heterogeneity None means the spec's default."""
+        ...
+
+
+def _problem_key(seed: int) -> jax.Array:
+    """The key of the problem instance (heterogeneity, the real objectives' choice of data): the same
+    for every run of a batch, so all runs see the same local objectives."""
+    return jax.random.fold_in(jax.random.key(seed), 0)
+
+
+def _box_dim(s: Spec | RealSpec | BBOBSpec, name: str, dim, instance) -> int:
+    """The dimension of a built-in objective, after refusing an ``instance`` it has no use for: the
+    checks the built-in specs share, in the order make_objective has always made them (so an
+    argument with several faults reports the same one)."""
+    if instance is not None and not s.takes_instance:
+        raise ValueError(f"instance applies to the BBOB objectives ('bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}') "
+                         f"only, not to objective {name!r}")
+    if dim is None:
+        dim = s.default_dim
+    if not is_int(dim) or dim < 1:
+        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    dim = int(dim)
+    if s.fixed_dim and dim != s.default_dim:
+        raise ValueError(f"dim: objective {name!r} is defined in dimension {s.default_dim} only, got {dim}")
+    return dim
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """A synthetic test function: f(x) on [lo, hi]^D."""
+    fn: Callable
+    lo: float
+    hi: float
+    f_star: float
+    default_dim: int
+    fixed_dim: bool
+    source: str
+    default_clients: int = 10
+    default_horizon: int = 10_000
+    default_seeds: int = 100
+    max_clients: int | None = None
+    default_heterogeneity: str = "shift"
+    heterogeneities: tuple = HETEROGENEITIES
+    kind: str = "synthetic"
+    takes_instance: ClassVar[bool] = False
+
+    def heterogeneity_for(self, noise_kind: str | None) -> str:
+        # Bernoulli rewards need values in [0, 1], which the client shifts leave.
+        return "none" if noise_kind == "bernoulli" else self.default_heterogeneity
+
+    def build_objective(self, name: str, num_clients: int, heterogeneity: str | None, seed: int,
+                        dim: int | None, amplitude: float | None, instance: int | None) -> Objective:
+        heterogeneity = self.default_heterogeneity if heterogeneity is None else heterogeneity
+        dim = _box_dim(self, name, dim, instance)
+        key = _problem_key(seed)
+        lo, hi = (float(self.lo),) * dim, (float(self.hi),) * dim
+        global_fn, local_fn, data = heterogeneous_parts(heterogeneity, self.fn, num_clients, key, lo=lo, hi=hi,
+                                                        amplitude=amplitude)
+        return Objective(name=name, lo=lo, hi=hi, f_star=float(self.f_star), num_clients=num_clients,
+                         global_fn=global_fn, local_fn=local_fn, data=data)
+
+
+@dataclasses.dataclass(frozen=True)
+class Homogeneous:
+    """heterogeneity 'none' for a real objective: every client's local objective is the global one."""
+    global_fn: Callable
+
+    def __call__(self, data, x, m):
+        return self.global_fn(data, x)
+
+
+@dataclasses.dataclass(frozen=True)
+class RealSpec:
+    """A real-world objective with a fixed box, intrinsic client heterogeneity and a data builder.
+
+    ``build(num_clients, key) -> (data, f_star)``; ``local``/``global_`` are module-level functions
+    (hashable, so objectives built alike share one compiled program).  An objective evaluated on the
+    host has ``make(num_clients, key, heterogeneity) -> Objective`` instead (build, local and
+    global_ None): it builds its own functions (see objectives.python).
+    """
+    build: Callable | None
+    local: Callable | None
+    global_: Callable | None
+    lo: tuple
+    hi: tuple
+    f_star: str                   # how f* is set, for the README / results
+    max_clients: int
+    default_clients: int
+    default_horizon: int
+    default_seeds: int
+    source: str
+    domain: str
+    default_heterogeneity: str = "intrinsic"
+    heterogeneities: tuple = REAL_HETEROGENEITIES
+    kind: str = "real"
+    make: Callable | None = None
+    takes_instance: ClassVar[bool] = False
+
+    @property
+    def default_dim(self) -> int:
+        return len(self.lo)
+
+    fixed_dim = True
+
+    def heterogeneity_for(self, noise_kind: str | None) -> str:
+        return self.default_heterogeneity
+
+    def build_objective(self, name: str, num_clients: int, heterogeneity: str | None, seed: int,
+                        dim: int | None, amplitude: float | None, instance: int | None) -> Objective:
+        heterogeneity = self.default_heterogeneity if heterogeneity is None else heterogeneity
+        _box_dim(self, name, dim, instance)
+        key = _problem_key(seed)
+        if heterogeneity not in self.heterogeneities:
+            unit = "field" if name.startswith("landmine") else "region" if name == "covid" else "data shard"
+            raise ValueError(f"heterogeneity: objective {name!r} has intrinsic client heterogeneity (each client "
+                             f"its own {unit}); "
+                             f"use one of {self.heterogeneities}, got {heterogeneity!r}")
+        if amplitude is not None:
+            raise ValueError(f"amplitude applies to heterogeneity 'fourier' of the synthetic functions only, "
+                             f"not to objective {name!r}")
+        if num_clients > self.max_clients:
+            raise ValueError(f"num_clients: objective {name!r} has at most {self.max_clients} clients, "
+                             f"got {num_clients}")
+        if self.make is not None:
+            return self.make(num_clients, key, heterogeneity)
+        if self.build is None or self.local is None or self.global_ is None:
+            raise TypeError(f"objective {name!r}: a real objective's spec needs build, local and global_, or make")
+        data, f_star = self.build(num_clients, key)
+        local_fn = self.local if heterogeneity == "intrinsic" else Homogeneous(self.global_)
+        return Objective(name=name, lo=tuple(float(v) for v in self.lo), hi=tuple(float(v) for v in self.hi),
+                         f_star=float(f_star), num_clients=num_clients, global_fn=self.global_, local_fn=local_fn,
+                         data=data)
+
+
+@dataclasses.dataclass(frozen=True)
+class BBOBSpec:
+    """A noiseless BBOB function of COCO: reward -(f_k(x) - f_opt) on [-5, 5]^D, f* = 0 (regret is
+    COCO's precision).  ``make_objective`` picks COCO's instance (``instance``, default 1)."""
+    function: int
+    source: str
+    lo: float = bbob.LO
+    hi: float = bbob.HI
+    f_star: float = 0.0
+    default_dim: int = 2
+    fixed_dim: bool = False
+    default_clients: int = 10
+    default_horizon: int = 10_000
+    default_seeds: int = 100
+    max_clients: int | None = None
+    default_heterogeneity: str = "shift"
+    heterogeneities: tuple = bbob.HETEROGENEITIES
+    kind: str = "bbob"
+    takes_instance: ClassVar[bool] = True
+
+    def heterogeneity_for(self, noise_kind: str | None) -> str:
+        return self.default_heterogeneity
+
+    def build_objective(self, name: str, num_clients: int, heterogeneity: str | None, seed: int,
+                        dim: int | None, amplitude: float | None, instance: int | None) -> Objective:
+        heterogeneity = self.default_heterogeneity if heterogeneity is None else heterogeneity
+        dim = _box_dim(self, name, dim, instance)
+        key = _problem_key(seed)
+        k = self.function
+        dim = bbob.check_dim(k, dim)
+        instance = 1 if instance is None else bbob.check_instance(instance)
+        if heterogeneity not in self.heterogeneities:
+            raise ValueError(f"heterogeneity of objective {name!r} must be one of {self.heterogeneities}, "
+                             f"got {heterogeneity!r}")
+        lo, hi = (float(self.lo),) * dim, (float(self.hi),) * dim
+        reward = bbob.Reward(k)
+        if heterogeneity == "instances":
+            if amplitude is not None:
+                raise ValueError(f"amplitude applies to heterogeneity 'fourier' only, "
+                                 f"got heterogeneity {heterogeneity!r}")
+            numbers = [bbob.check_instance(instance + m) for m in range(num_clients)]
+            data = {"base": bbob.stacked_arrays([bbob.instance(k, dim, i) for i in numbers])}
+            f_star = 0.0 if num_clients == 1 else bbob.instances_f_star(k, dim, numbers)[0]
+            return Objective(name=name, lo=lo, hi=hi, f_star=f_star, num_clients=num_clients,
+                             global_fn=bbob.InstanceMean(reward), local_fn=bbob.InstanceLocal(reward), data=data)
+        base = bbob.device_arrays(bbob.instance(k, dim, instance))
+        global_fn, local_fn, data = heterogeneous_parts_on_base(heterogeneity, reward, base, num_clients, key,
+                                                                lo=lo, hi=hi, amplitude=amplitude)
+        return Objective(name=name, lo=lo, hi=hi, f_star=float(self.f_star), num_clients=num_clients,
+                         global_fn=global_fn, local_fn=local_fn, data=data)
+
+
+@dataclasses.dataclass(frozen=True)
+class UserSpec:
+    """An objective registered with :func:`register`: ``factory(num_clients=M, **options)`` returns an
+    :class:`Objective`.  Of make_objective's options (heterogeneity, seed, dim, amplitude, instance)
+    the factory receives those its signature names (or all, with ``**kwargs``)."""
+    factory: Callable
+    source: str = "registered"
+    default_dim: int | None = None
+    default_clients: int = 10
+    default_horizon: int = 10_000
+    default_seeds: int = 100
+    default_heterogeneity: str | None = None
+    heterogeneities: tuple = ()          # () : whatever the factory accepts
+    max_clients: int | None = None
+    fixed_dim: bool = False
+    kind: str = "user"
+
+    def heterogeneity_for(self, noise_kind: str | None) -> str | None:
+        return self.default_heterogeneity
+
+    def build_objective(self, name: str, num_clients: int, heterogeneity: str | None, seed: int,
+                        dim: int | None, amplitude: float | None, instance: int | None) -> Objective:
+        # An option the factory does not name is refused only when it is set: left at its default
+        # (None, seed 0) it asks for nothing the factory could ignore.
+        heterogeneity = self.default_heterogeneity if heterogeneity is None else heterogeneity
+        options = dict(heterogeneity=heterogeneity, seed=seed, dim=dim, amplitude=amplitude, instance=instance)
+        try:
+            params = inspect.signature(self.factory).parameters
+        except (TypeError, ValueError):                 # a callable without a signature: give it everything
+            params = None
+        open_kwargs = params is None or any(p.kind == p.VAR_KEYWORD for p in params.values())
+        given = {}
+        for key, value in options.items():
+            if params is None or open_kwargs or key in params:
+                given[key] = value
+            elif value is not None and not (key == "seed" and value == 0):
+                raise ValueError(f"objective {name!r} takes no {key} (its factory's parameters are "
+                                 f"{', '.join(params)})")
+        if self.default_dim is not None and given.get("dim", 0) is None:
+            given["dim"] = self.default_dim
+        objective = self.factory(num_clients=num_clients, **given)
+        if not isinstance(objective, Objective):
+            raise TypeError(f"objective {name!r}: its factory returned {type(objective).__name__}, not an "
+                            f"objectives.Objective")
+        if objective.num_clients != num_clients:
+            raise ValueError(f"objective {name!r}: its factory built {objective.num_clients} clients, "
+                             f"asked for num_clients={num_clients}")
+        return objective
+
+
+def _build_landmine(num_clients, key):
+    return landmine.make_data(num_clients, key), landmine.F_STAR
+
+
+def _build_covid(num_clients, key):
+    regions = covid.choose_regions(num_clients, key)
+    return covid.make_data(regions), covid.dense_f_star(regions)
+
+
+def _build_digits(num_clients, key):
+    return digits.make_data(num_clients, key), digits.F_STAR
+
+
+REGISTRY: dict[str, Spec] = {
+    "garland": Spec(synthetic.garland, 0.0, 1.0, synthetic.GARLAND_F_STAR, 1, True,
+                    "x(1-x)(4-sqrt|sin 60x|); Azar et al. 2014, PyXAB"),
+    "doublesine": Spec(synthetic.double_sine, 0.0, 1.0, 0.0, 1, True,
+                       "DoubleSine rho1=0.3, rho2=0.8, tmax=0.5; Grill et al. 2015, PyXAB"),
+    "himmelblau": Spec(synthetic.himmelblau, -5.0, 5.0, 0.0, 2, True,
+                       "Himmelblau / 890 (PyXAB's normalisation)"),
+    "ackley": Spec(synthetic.ackley, -1.0, 1.0, 0.0, 2, False, "negated Ackley function"),
+    "rastrigin": Spec(synthetic.rastrigin, -1.0, 1.0, 0.0, 2, False, "negated Rastrigin function"),
+}
+
+REAL_REGISTRY: dict[str, RealSpec] = {
+    "landmine": RealSpec(
+        _build_landmine, landmine.local, landmine.global_, landmine.LO, landmine.HI, "1 (the paper's choice)",
+        # Each evaluation trains an SVM (20-60 per second on 2 CPU cores); Fed-PNE evaluates only the
+        # rows a phase pulls, so a 500-round run of 4 clients takes about 1 s per seed.
+        max_clients=landmine.NUM_FIELDS, default_clients=4, default_horizon=500, default_seeds=4,
+        source="Landmine data (Liu, Liao, Carin 2007), one field per client; AUC of an RBF SVM (Dai et al. 2020)",
+        domain="(C, gamma) in [1e-4, 10] x [0.01, 10]"),
+    # The same problem with scikit-learn's SVC on the host (the svm extra), for checking the JAX solver
+    # and as an example of a Python objective; about 3 ms per (point, client) on one core.
+    "landmine-sklearn": RealSpec(
+        None, None, None, landmine.LO, landmine.HI, "1 (the paper's choice)",
+        max_clients=landmine.NUM_FIELDS, default_clients=4, default_horizon=500, default_seeds=4,
+        source="as landmine, with scikit-learn's SVC(kernel='rbf', C, gamma) evaluated on the host (svm extra)",
+        domain="(C, gamma) in [1e-4, 10] x [0.01, 10]", make=landmine_sklearn.make_objective),
+    "covid": RealSpec(
+        _build_covid, covid.local, covid.global_, covid.LO, covid.HI,
+        "dense search of the global objective + 1e-5",
+        max_clients=covid.NUM_REGIONS, default_clients=covid.NUM_REGIONS, default_horizon=10_000, default_seeds=100,
+        source="SEIR with vaccination (coronaSEIR, Wiecek et al. 2022), one region per client",
+        domain="dosage x in [0, 1]"),
+    "digits": RealSpec(
+        _build_digits, digits.local, digits.global_, digits.LO, digits.HI, "1 (the paper's choice)",
+        # Each evaluation trains an MLP for 500 SGD steps (about 200-350 per second).
+        max_clients=digits.MAX_CLIENTS, default_clients=5, default_horizon=300, default_seeds=8,
+        source="UCI 8x8 digits (scikit-learn copy), label-skewed shards; test accuracy of a 64-unit MLP",
+        domain="(batch size, learning rate, weight decay) in [1, 100] x [1e-6, 1] x [1e-6, 0.5]"),
+}
+
+BBOB_REGISTRY: dict[str, BBOBSpec] = {
+    f"bbob-f{k}": BBOBSpec(k, f"COCO's noiseless BBOB f{k}, {bbob.NAMES[k]} (Hansen et al. 2009), instances as in COCO")
+    for k in range(1, bbob.NUM_FUNCTIONS + 1)
+}
+
+# Every objective by name; register() adds to it, so it is the one registry lookups read.
+OBJECTIVES: dict[str, ObjectiveSpec] = {**REGISTRY, **REAL_REGISTRY, **BBOB_REGISTRY}
+ENTRY_POINT_GROUP = "fedpne_jax.objectives"
+
+
+def register(name: str, factory: Callable, **defaults) -> UserSpec:
+    """Register ``factory(num_clients=M, **options) -> Objective`` as objective ``name``.
+
+    ``defaults``: any of UserSpec's fields (default_clients, default_horizon, default_seeds,
+    default_dim, default_heterogeneity, heterogeneities, source).  Registering the same factory with
+    the same defaults again does nothing; another under a taken name raises ValueError naming it."""
+    if not isinstance(name, str) or not name or name != name.strip():
+        raise ValueError(f"objective name must be a non-empty string without surrounding spaces, got {name!r}")
+    if not callable(factory):
+        raise TypeError(f"objective {name!r}: factory must be callable, got {type(factory).__name__}")
+    fields = {f.name for f in dataclasses.fields(UserSpec)} - {"factory", "kind", "fixed_dim"}
+    unknown = sorted(set(defaults) - fields)
+    if unknown:
+        raise ValueError(f"objective {name!r}: unknown default(s) {', '.join(unknown)}; the defaults are "
+                         f"{', '.join(sorted(fields))}")
+    new = UserSpec(factory=factory, **defaults)
+    existing = OBJECTIVES.get(name)
+    if existing is not None:
+        if isinstance(existing, UserSpec) and existing == new:
+            return existing
+        raise ValueError(f"objective name {name!r} is already registered"
+                         f"{'' if isinstance(existing, UserSpec) else ' (a built-in objective)'}; give yours another name")
+    OBJECTIVES[name] = new
+    return new
+
+
+def _from_entry_point(name: str) -> None:
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            try:
+                factory = ep.load()
+            except Exception as err:
+                raise ValueError(f"objective {name!r}: entry point {ep.value!r} in group {ENTRY_POINT_GROUP!r} "
+                                 f"could not be loaded: {type(err).__name__}: {err}") from err
+            if name not in OBJECTIVES:          # its module may have registered it on import
+                register(name, factory)
+            return
+
+
+def spec(name: str) -> ObjectiveSpec:
+    """The registry entry of ``name`` (synthetic, real, BBOB, or registered from outside)."""
+    if isinstance(name, str) and name not in OBJECTIVES:
+        _from_entry_point(name)
+    if name not in OBJECTIVES:
+        number = re.fullmatch(r"bbob-f(\d+)", name) if isinstance(name, str) else None
+        if number:
+            k = int(number.group(1))
+            hint = f"write it as 'bbob-f{k}'" if 1 <= k <= bbob.NUM_FUNCTIONS else f"got function number {k}"
+            raise ValueError(f"objective {name!r}: the BBOB function number must be 1 to {bbob.NUM_FUNCTIONS} "
+                             f"('bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}'); {hint}")
+        named = sorted(n for n in OBJECTIVES if n not in BBOB_REGISTRY)
+        raise ValueError(f"objective must be one of {named} or 'bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}' (or one "
+                         f"registered with objectives.register or an installed plugin), got {name!r}")
+    return OBJECTIVES[name]
+
+
+def default_size(name: str) -> tuple[int, int]:
+    """(M, T): the number of clients and the horizon ``fedpne run`` uses for this objective."""
+    s = spec(name)
+    return s.default_clients, s.default_horizon
+
+
+def default_seeds(name: str) -> int:
+    """A number of runs that finishes in about a minute on 2 CPU cores (100 for the cheap objectives)."""
+    return spec(name).default_seeds
+
+
+def default_heterogeneity(name: str, noise_kind: str | None = None) -> str | None:
+    """The heterogeneity an objective gets when none is asked for.  Bernoulli rewards need values in
+    [0, 1], which the synthetic functions' client shifts leave: with ``noise_kind`` 'bernoulli' they
+    get 'none'.  None only for a registered objective without a default (its factory's own)."""
+    return spec(name).heterogeneity_for(noise_kind)
+
+
+def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = None, seed: int = 0,
+                   dim: int | None = None, amplitude: float | None = None, instance: int | None = None) -> Objective:
+    """A registered objective for ``num_clients`` clients.
+
+    ``heterogeneity``: None gives the objective's default ('shift' for the synthetic and BBOB
+    functions, 'intrinsic' for the real ones).  Synthetic and BBOB functions take 'none', 'shift' or
+    'fourier' (``amplitude``, default 0.1, scales the zero-sum Fourier perturbations); real
+    objectives take 'intrinsic' or 'none'.  ``seed`` keys the heterogeneity (shifts, Fourier
+    features) and the real objectives' choice of fields / regions / shards: it is part of the
+    problem instance, so every run of a batch sees the same local objectives, as in the paper's
+    experiments.
+
+    BBOB functions ('bbob-f1' ... 'bbob-f24', any dim >= 2, dim 1 for f1, f2, f10, f11) take COCO's
+    ``instance`` number (default 1; refused for the other objectives) and a fourth heterogeneity,
+    'instances': client m sees COCO's instance ``instance + m`` (instances 1..M by default) and
+    the global objective is the clients' mean reward, whose f* is found by a search (see
+    :func:`objectives.bbob.instances_f_star`).
+    """
+    s = spec(name)
+    # NumPy integers are accepted wherever Python ones are, and become Python ints here.
+    if not is_int(num_clients) or num_clients < 1:
+        raise ValueError(f"num_clients must be an integer >= 1, got {num_clients!r}")
+    seed = check_seed(seed)
+    return s.build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance)
