@@ -1,0 +1,255 @@
+"""SOO, the Simultaneous Optimistic Optimization of Munos (NIPS 2011), as one policy of the tree
+skeleton; ``pyxab=True`` is PyXAB 0.3.0's SOO (algos/SOO.py) instead.
+
+A centralized baseline like HCT and DOO: one evaluation of the *global* objective per round (noisy
+if the run's noise says so), regret per evaluation.  Every node is evaluated once, at its centre,
+in creation order (the root in round 1, so a node's row is its round - 1); a node's value is that
+reward.  When every node is evaluated, the rule below picks the leaf to expand, and its two
+children are evaluated in the next two rounds.
+
+* Paper (default): sweeps over the depths.  A sweep starts with v_max = -inf and runs over depths
+  h = 0 .. min(depth of the tree when it starts, h_max); at each depth the leaf with the largest
+  value is expanded if its value is >= v_max, which then becomes v_max.  One round is one
+  evaluation, so an expansion's children are evaluated before the sweep moves to the next depth,
+  where they are leaves like the others.  At most 2^(h_max + 2) - 1 nodes can be evaluated.
+* ``pyxab=True``: PyXAB's ``pull`` restarts its sweep at depth 0 with v_max = -inf in every
+  round and returns the first node it meets that is not evaluated.  Traced through, this expands
+  the shallowest depth that still has leaves, once all of them are evaluated, its leaves in
+  decreasing order of value: a breadth-first search, at most 2^(h_max + 1) - 1 evaluations
+  (PyXAB loops forever beyond that; here such a horizon is refused).  tests/test_soo.py checks it
+  against a literal transcription of PyXAB's loop and against PyXAB itself.
+
+Ties go to the node created last (PyXAB's ``>=`` over its layers).  The recommendation is the
+evaluated node with the largest value (the last created on ties; PyXAB scans depth by depth, which
+differs only for equal values at different depths).  The budget is not an input of either rule:
+both run for any T within the bound above.
+
+Cost.  The leaf to expand at depth h is the best of two lists kept in ``extra``: the best
+:data:`KEEP` leaves of each depth when they were last rebuilt (every :data:`REBUILD` rounds, by one
+sort of the table), less those expanded since, and the leaves evaluated since the rebuild.  No
+more than KEEP - 2 leaves of one depth can be expanded between two rebuilds (an expansion takes two
+rounds), so the kept list never runs dry while its depth has older leaves, and the choice is exact.
+A round costs O(height + REBUILD) plus the rebuild's O(T log T) / REBUILD; an argmax over the table
+per sweep step would make a run O(T^2 height).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.validation import check_int
+
+REBUILD = 128                 # rounds between rebuilds of the kept lists
+KEEP = REBUILD // 2 + 2       # leaves kept per depth: more than the expansions between two rebuilds
+
+
+@dataclasses.dataclass(frozen=True)
+class SOOConfig(tree.TreeConfig):
+    """SOO's parameters (PyXAB's h_max, the deepest depth a sweep expands; ``pyxab``: PyXAB's rule)."""
+
+    h_max: int = 100
+    pyxab: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("h_max", self.h_max, 0, tree.MAX_HEIGHT - 2)
+        if not isinstance(self.pyxab, bool):
+            raise ValueError(f"pyxab must be True or False, got {self.pyxab!r}")
+        if self.horizon > self.most_evaluations:
+            rule = "PyXAB's SOO" if self.pyxab else "SOO"
+            raise ValueError(f"horizon: {rule} with h_max={self.h_max} evaluates at most {self.most_evaluations} "
+                             f"nodes, got horizon={self.horizon}; raise h_max")
+
+    @property
+    def most_evaluations(self) -> int:
+        """Every node of depth <= h_max + 1 (paper), or <= h_max (PyXAB)."""
+        return (1 << (self.h_max + (1 if self.pyxab else 2))) - 1
+
+    @property
+    def capacity(self) -> int:
+        """Rows: the root and two children per expansion, made only once every row is evaluated."""
+        return self.horizon + 2
+
+    @property
+    def height(self) -> int:
+        """The deepest node a run can create: h_max + 1, or fewer when the rounds run out first (one
+        depth per expansion for the paper's rule, full levels for PyXAB's)."""
+        rounds_allow = (self.horizon + 1).bit_length() if self.pyxab else (self.horizon + 1) // 2 + 1
+        return min(self.h_max + 1, rounds_allow)
+
+    def resolved(self) -> dict:
+        out = super().resolved()
+        out.update(capacity=self.capacity)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SOOStatic(tree.TreeStatic):
+    h_max: int = 100
+    pyxab: bool = False
+
+
+class SOOParams(NamedTuple):
+    noise_scale: np.ndarray  # ()
+
+
+def make_static(config: SOOConfig, objective, tables=None) -> SOOStatic:
+    return tree.make_static(config, objective, config.capacity, config.height, cls=SOOStatic, h_max=config.h_max,
+                            pyxab=config.pyxab)
+
+
+def make_params(config: SOOConfig, tables=None) -> SOOParams:
+    return SOOParams(noise_scale=np.asarray(config.noise_scale, np.dtype(config.precision)))
+
+
+class Lists(NamedTuple):
+    """The candidates for expansion, per depth 0 .. height (H of them), and the sweep."""
+    kept_value: jax.Array    # (H, KEEP) at the last rebuild, each depth's best leaves, best first (-inf: none)
+    kept_row: jax.Array      # (H, KEEP) int32 their rows (-1: none)
+    head: jax.Array          # (H,) int32 kept leaves of each depth expanded since (always the first ones)
+    new_value: jax.Array     # (REBUILD,) leaves evaluated since the rebuild, slot t % REBUILD
+    new_row: jax.Array       # (REBUILD,) int32 (-1: none, or expanded)
+    new_depth: jax.Array     # (REBUILD,) int32
+    new_best: jax.Array      # (H,) int32 slot of each depth's best new leaf (-1: none)
+    h: jax.Array             # () int32 paper: the sweep's next depth; pyxab: the depth being expanded
+    v_max: jax.Array         # () the sweep's v_max (paper)
+    bound: jax.Array         # () int32 the sweep's last depth (paper)
+
+
+def _init(static: SOOStatic, params, table) -> Lists:
+    spec = static.tree
+    H, dt = spec.height + 1, spec.dtype
+    return Lists(kept_value=jnp.full((H, KEEP), -jnp.inf, dt), kept_row=jnp.full((H, KEEP), -1, jnp.int32),
+                 head=jnp.zeros((H,), jnp.int32), new_value=jnp.full((REBUILD,), -jnp.inf, dt),
+                 new_row=jnp.full((REBUILD,), -1, jnp.int32), new_depth=jnp.zeros((REBUILD,), jnp.int32),
+                 new_best=jnp.full((H,), -1, jnp.int32), h=jnp.int32(0), v_max=jnp.asarray(-jnp.inf, dt),
+                 bound=jnp.int32(-1))
+
+
+def _better(value_a, row_a, value_b, row_b):
+    """(value, row) a beats b: a larger value, or the same value and a later row (row -1: nothing)."""
+    return (row_a >= 0) & ((row_b < 0) | (value_a > value_b) | ((value_a == value_b) & (row_a > row_b)))
+
+
+def _best_new_slot(lists: Lists, depth):
+    """The slot of the best new leaf of ``depth`` (-1: none), over every slot."""
+    slots = jnp.arange(REBUILD, dtype=jnp.int32)
+    mine = (lists.new_row >= 0) & (lists.new_depth == depth)
+    value = jnp.where(mine, lists.new_value, -jnp.inf)
+    top = jnp.max(value)
+    row = jnp.max(jnp.where(mine & (value == top), lists.new_row, -1))
+    return jnp.max(jnp.where(mine & (lists.new_row == row), slots, -1))
+
+
+def _rebuild(spec: tree.TreeSpec, lists: Lists, rows, node, value, t) -> Lists:
+    """The kept lists from the table (every leaf evaluated by round t; row ``node``'s value is
+    ``value``, not yet written), by one sort on (depth, value, row); the new list emptied."""
+    H = spec.height + 1
+    index = jnp.arange(spec.capacity, dtype=jnp.int32)
+    values = tree.as_float(spec, rows[:, tree.MEAN]).at[node].set(value)
+    live = (rows[:, tree.CHILD] < 0) & (index < t)
+    depth = jnp.where(live, rows[:, tree.DEPTH].astype(jnp.int32), H)
+    depth, negative, last = jax.lax.sort((depth, -values, -index), num_keys=3)
+    start = jnp.searchsorted(depth, jnp.arange(H, dtype=jnp.int32))
+    at = jnp.minimum(start[:, None] + jnp.arange(KEEP, dtype=jnp.int32)[None, :], spec.capacity - 1)
+    mine = depth[at] == jnp.arange(H, dtype=jnp.int32)[:, None]
+    return lists._replace(kept_value=jnp.where(mine, -negative[at], -jnp.inf), kept_row=jnp.where(mine, -last[at], -1),
+                          head=jnp.zeros_like(lists.head), new_row=jnp.full_like(lists.new_row, -1),
+                          new_best=jnp.full_like(lists.new_best, -1))
+
+
+def _choose(static: SOOStatic, lists: Lists, height):
+    """The depth to expand at and the sweep that follows, from every depth's best leaf."""
+    H = static.tree.height + 1
+    depths = jnp.arange(H, dtype=jnp.int32)
+    first = jnp.minimum(lists.head, KEEP - 1)
+    kept_value = jnp.take_along_axis(lists.kept_value, first[:, None], 1)[:, 0]
+    kept_row = jnp.where(lists.head < KEEP, jnp.take_along_axis(lists.kept_row, first[:, None], 1)[:, 0], -1)
+    slot = lists.new_best
+    new_value, new_row = lists.new_value[jnp.maximum(slot, 0)], jnp.where(slot >= 0, lists.new_row[slot], -1)
+    newer = _better(new_value, new_row, kept_value, kept_row)
+    value, row = jnp.where(newer, new_value, kept_value), jnp.where(newer, new_row, kept_row)
+    has = row >= 0
+    if static.pyxab:
+        level = jnp.where(has[jnp.minimum(lists.h, H - 1)], lists.h, lists.h + 1)
+        target = jnp.minimum(level, H - 1)
+        ok = (level <= static.h_max) & has[target]
+        return target, value, row, newer, ok, lists._replace(h=level)
+    in_sweep = (depths >= lists.h) & (depths <= lists.bound) & has & (value >= lists.v_max)
+    on = jnp.min(jnp.where(in_sweep, depths, H))
+    bound = jnp.minimum(height, static.h_max)
+    fresh = jnp.min(jnp.where((depths <= bound) & has, depths, H))
+    restart = on == H
+    target = jnp.minimum(jnp.where(restart, fresh, on), H - 1)
+    ok = jnp.where(restart, fresh, on) < H
+    return target, value, row, newer, ok, lists._replace(h=target + 1, v_max=value[target],
+                                                           bound=jnp.where(restart, bound, lists.bound))
+
+
+def _select(static: SOOStatic, params, table, lists, t):
+    spec = static.tree
+    node = jnp.minimum(t - 1, spec.capacity - 1)
+    return node, tree.centre(spec, table.rows[node])
+
+
+def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, active):
+    """Keep round t's value, add its node to the new list (or rebuild the lists), and, once every
+    node is evaluated, expand the leaf the rule picks."""
+    spec = static.tree
+    node, value = last.choice, last.reward
+    row = table.rows[node]
+    depth = row[tree.DEPTH].astype(jnp.int32)
+    row = row.at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, value))
+    slot = t % REBUILD
+    best = lists.new_best[depth]
+    added = lists._replace(new_value=lists.new_value.at[slot].set(value),
+                           new_row=lists.new_row.at[slot].set(jnp.where(active, node, -1)),
+                           new_depth=lists.new_depth.at[slot].set(depth),
+                           new_best=lists.new_best.at[depth].set(
+                               jnp.where(active & _better(value, node, lists.new_value[jnp.maximum(best, 0)],
+                                                          jnp.where(best >= 0, lists.new_row[best], -1)),
+                                         slot, best)))
+    # t is the loop's round, the same in every run of a batch: a real branch, taken once per REBUILD.
+    lists = jax.lax.cond(slot == 0, lambda ls: _rebuild(spec, ls, table.rows, node, value, t), lambda ls: ls, added)
+    grow = active & (t == table.size)
+    target, values, rows, newer, ok, after = _choose(static, lists, table.height)
+    grow = grow & ok
+    chosen = rows[target]
+    # The expanded leaf leaves its list: the kept list's head moves on, or its new slot empties.
+    from_new = newer[target]
+    head = lists.head.at[target].add(jnp.where(grow & ~from_new, 1, 0))
+    new_row = jnp.where(grow & from_new & (lists.new_row == chosen), -1, lists.new_row)
+    lists = jax.tree.map(lambda a, b: jnp.where(grow, a, b), after, lists)._replace(head=head, new_row=new_row)
+    lists = lists._replace(new_best=lists.new_best.at[target].set(
+        jnp.where(grow & from_new, _best_new_slot(lists, target), lists.new_best[target])))
+    chosen = jnp.maximum(chosen, 0)
+    chosen_row = jnp.where(chosen == node, row, table.rows[chosen])
+    table, overflow = tree.expand(spec, table, chosen, grow, last.split_u, node_row=chosen_row,
+                                  also=(node, row, active))
+    return table, lists, overflow
+
+
+def _recommend(static: SOOStatic, params, table, lists, last):
+    spec = static.tree
+    best, _ = tree.best_row(spec, table, tree.as_float(spec, table.rows[:, tree.MEAN]),
+                            table.rows[:, tree.COUNT] > 0)
+    return tree.centre(spec, table.rows[best])
+
+
+POLICY = tree.TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False, init=_init)
+
+
+def run_single(static: SOOStatic, params: SOOParams, objective, key):
+    return tree.run(static, params, objective, key, POLICY)
+
+
+ALGORITHM = Algorithm(name="soo", config_type=SOOConfig, make_static=make_static, make_params=make_params,
+                      run_single=run_single, metrics=tree.METRICS,
+                      check=lambda config, objective: tree.check_objective(config.split, objective),
+                      styles=(("soo", Style("SOO", "#8ca252", "v")),))
