@@ -4,8 +4,8 @@
 statistically with noise; invalid parameters are refused.
 
 Noise-free runs use 'gaussian:0' so that they share a program with the noisy ones, in float64
-(PyXAB's arithmetic).  T = 700 spans five rebuilds of the kept lists (every 128 rounds), so the
-exact comparisons also check that the lists never lose the best leaf of a depth.
+(PyXAB's arithmetic).  T = 700 spans a sort of the leaves (every 512 rounds), so the exact
+comparisons cover candidates from the sorted leaves and from those evaluated since.
 """
 import dataclasses
 

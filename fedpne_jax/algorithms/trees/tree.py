@@ -16,7 +16,8 @@ policy's own state, any pytree; ``last``: :class:`Last`, the round's selection a
   round t's reward and apply the expansion rule (:func:`expand`, or the fused :func:`update_path`);
   nothing may change unless ``active`` (round 0 only updates nothing);
 * ``init(static, params, table) -> extra``; ``refresh(static, params, k, table, extra) -> (table,
-  extra)``: run at round 2^k between its selection and its update (None: never);
+  extra)``: run at round 2^k (or k * ``refresh_every``) between its selection and its update (None:
+  never);
   ``recommend(static, params, table, extra, last) -> point`` (default: round T + 1's selection);
   ``root_expanded``: the table starts with the root's two children (PyXAB's HCT and HOO) or the
   root alone.
@@ -651,6 +652,7 @@ class TreePolicy:
     update: Callable
     init: Callable = lambda static, params, table: ()
     refresh: Optional[Callable] = None
+    refresh_every: int = 0          # > 0: refresh at rounds k * refresh_every instead of 2^k
     recommend: Callable = lambda static, params, table, extra, last: last.point
     root_expanded: bool = True
 
@@ -703,13 +705,13 @@ def _chunk_uniforms(key, c, chunk: int, dtype):
     return u.reshape(chunk, 3)
 
 
-def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refresh=None):
+def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refresh=None, every: int = 0):
     """Rounds t = 1..T of a tree algorithm, and the selection of round T + 1 (the recommendation).
 
     The loop body is ``update(t - 1, state, active=t > 1)`` and then ``select(t, u_t, state,
     pulling=t <= T)``: a round's selection comes before its update, and ``refresh(k, state)``
     (HCT's recomputation of every U and B at t = 2^k) goes between the selection and the update of
-    round 2^k.  Shifting the body by half a round puts every refresh between two loop bodies, so the
+    round 2^k, or of round k * ``every`` when ``every`` > 0 (SOO's rebuild of its lists).  Shifting the body by half a round puts every refresh between two loop bodies, so the
     loop is split at the powers of two (their indices are the same in every run, so nothing is
     selected per run) and no round pays for a branch that passes the node table through.
 
@@ -718,12 +720,20 @@ def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refr
     its key alone, and the round loop holds no PRNG code (a draw per round would dominate the
     compile time and much of the per-round cost)."""
     last_round = horizon + 1
-    top = horizon.bit_length() - 1 if refresh is not None else -1     # refreshes at 2^0 .. 2^top
-    epochs = top + 2
+    if every:
+        # Epoch e is rounds e * every + 1 .. (e + 1) * every; the refresh after it is k = e + 1.
+        top = horizon // every - 1 if refresh is not None else -1
+        epochs = -(-last_round // every)
+    else:
+        top = horizon.bit_length() - 1 if refresh is not None else -1     # refreshes at 2^0 .. 2^top
+        epochs = top + 2
 
     def bounds(e):
         if refresh is None:
             return jnp.int32(1), jnp.int32(last_round)
+        if every:
+            e = jnp.asarray(e, jnp.int32)         # rounds are int32, also with 64-bit types enabled
+            return e * every + 1, jnp.minimum((e + 1) * every, last_round)
         lo = jnp.right_shift(jnp.left_shift(jnp.int32(1), e), 1) + 1
         hi = jnp.where(e <= top, jnp.left_shift(jnp.int32(1), e), last_round)
         return lo, hi
@@ -745,7 +755,7 @@ def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refr
         if refresh is None:
             return state
         # Once per epoch, so passing the table through the branch costs nothing per round.
-        return jax.lax.cond(e <= top, lambda s: refresh(e, s), lambda s: s, state)
+        return jax.lax.cond(e <= top, lambda s: refresh(e + 1 if every else e, s), lambda s: s, state)
 
     if refresh is None:
         return epoch(0, state)
@@ -797,7 +807,7 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
 
     state = run_rounds(static.horizon, static.chunk, key, spec.dtype, update, select,
                        State(table, extra, book, last, jnp.bool_(False)),
-                       refresh=None if hook is None else refresh_all)
+                       refresh=None if hook is None else refresh_all, every=policy.refresh_every)
     flags = state.book.flags | jnp.where(state.overflow, FLAG_CAPACITY, 0).astype(jnp.int32)
     size, height = state.table.size, state.table.height
     if static.instances > 1:
@@ -837,4 +847,5 @@ def parallel(policy: TreePolicy, schedule: Callable) -> TreePolicy:
         return jax.vmap(lambda p, tb, ex: policy.refresh(static, p, k, tb, ex))(params.instances, tables, extras)
 
     return TreePolicy(select=select, update=update, init=init, refresh=None if policy.refresh is None else refresh,
+                      refresh_every=policy.refresh_every,
                       root_expanded=policy.root_expanded)
