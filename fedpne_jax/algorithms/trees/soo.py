@@ -264,4 +264,4 @@ def run_single(static: SOOStatic, params: SOOParams, objective, key):
 ALGORITHM = Algorithm(name="soo", config_type=SOOConfig, make_static=make_static, make_params=make_params,
                       run_single=run_single, metrics=tree.METRICS,
                       check=lambda config, objective: tree.check_objective(config.split, objective),
-                      styles=(("soo", Style("SOO", "#8ca252", "v")),))
+                      styles=(("soo", Style("SOO", "#000000", "p")),))
