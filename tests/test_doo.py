@@ -7,7 +7,6 @@ ones.  Exact comparisons run in float64 (PyXAB's arithmetic): DOO halves the cel
 every few rounds, and past depth ~24 float32 cells stop halving (Garland reaches depth 149 in 300
 rounds), so float32 is compared exactly only while its cells are exact.
 """
-import dataclasses
 
 import jax
 import numpy as np
@@ -17,16 +16,14 @@ import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import doo, tree
 from fedpne_jax.core import executor
 from tests.support import reference_doo
-from tests.support.helpers import assert_same_tree_run, two_sample_z
+from tests.support.helpers import assert_same_tree_run, traced_tree_run, two_sample_z
 
 T = 300
 SEEDS = 40
 
 
 def run(config, objective, seeds):
-    static = dataclasses.replace(doo.make_static(config, objective), trace=True)
-    out, _, _ = executor.execute(doo.run_single, static, doo.make_params(config), objective, 0, np.asarray(seeds))
-    return out, static
+    return traced_tree_run(doo, config, objective, seeds)
 
 
 def reference(config, name, dim, split_dims=None, **kw):

@@ -7,7 +7,6 @@ with three seeds, both returning the pulled points, and Himmelblau through fp.ru
 Noise-free runs use 'gaussian:0' (rewards equal f exactly), so that they share each program with
 the noisy runs (the noise scale is data).
 """
-import dataclasses
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import hct, tree
 from fedpne_jax.core import executor
 from tests.support import reference_hct
-from tests.support.helpers import assert_regret_per_round_falls, two_sample_z
+from tests.support.helpers import assert_regret_per_round_falls, traced_tree_run, two_sample_z
 from tests.support.helpers import assert_same_tree_run as assert_same_run
 
 T = 300
@@ -28,9 +27,7 @@ HIMMELBLAU = hct.HCTConfig(horizon=T, noise="gaussian:0", checkpoints=10, expand
 
 def run(config, objective, seeds, base_seed=0):
     """Outputs with the pulled points (a traced static), one compiled program per config and shape."""
-    static = dataclasses.replace(hct.make_static(config, objective), trace=True)
-    out, _, _ = executor.execute(hct.run_single, static, hct.make_params(config), objective, base_seed,
-                               np.asarray(seeds))
+    out, static = traced_tree_run(hct, config, objective, seeds, base_seed)
     return out, static
 
 

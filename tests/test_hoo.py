@@ -7,16 +7,14 @@ both returning the pulled points, and Himmelblau through fp.run with one.  Noise
 'gaussian:0' (rewards equal f exactly), so that they share each program with the noisy runs (the
 noise scale is data).
 """
-import dataclasses
 
 import numpy as np
 import pytest
 
 import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import hoo
-from fedpne_jax.core import executor
 from tests.support import reference_hoo
-from tests.support.helpers import assert_regret_per_round_falls, two_sample_z
+from tests.support.helpers import assert_regret_per_round_falls, traced_tree_run, two_sample_z
 from tests.support.helpers import assert_same_tree_run as assert_same_run
 
 T = 300
@@ -27,9 +25,7 @@ HIMMELBLAU = hoo.HOOConfig(horizon=T, noise="gaussian:0", checkpoints=10, split=
 
 def run(config, objective, seeds, base_seed=0):
     """Outputs with the pulled points (a traced static), one compiled program per config and shape."""
-    static = dataclasses.replace(hoo.make_static(config, objective), trace=True)
-    out, _, _ = executor.execute(hoo.run_single, static, hoo.make_params(config), objective, base_seed,
-                               np.asarray(seeds))
+    out, static = traced_tree_run(hoo, config, objective, seeds, base_seed)
     return out
 
 

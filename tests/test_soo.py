@@ -7,7 +7,6 @@ Noise-free runs use 'gaussian:0' so that they share a program with the noisy one
 (PyXAB's arithmetic).  T = 700 spans a sort of the leaves (every 512 rounds), so the exact
 comparisons cover candidates from the sorted leaves and from those evaluated since.
 """
-import dataclasses
 
 import jax
 import numpy as np
@@ -17,16 +16,14 @@ import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import soo, tree
 from fedpne_jax.core import executor
 from tests.support import reference_soo
-from tests.support.helpers import assert_same_tree_run, two_sample_z
+from tests.support.helpers import assert_same_tree_run, traced_tree_run, two_sample_z
 
 T = 700
 SEEDS = 200
 
 
 def run(config, objective, seeds):
-    static = dataclasses.replace(soo.make_static(config, objective), trace=True)
-    out, _, _ = executor.execute(soo.run_single, static, soo.make_params(config), objective, 0, np.asarray(seeds))
-    return out, static
+    return traced_tree_run(soo, config, objective, seeds)
 
 
 def assert_same_run(out, i, ref, pyxab):

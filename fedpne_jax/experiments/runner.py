@@ -1,6 +1,6 @@
 """Running a sweep into its results folder: groups, chunk sizes from a memory budget, resumption.
 
-Configurations that share an algorithm, an objective and a static key (see :mod:`fedpne_jax.grid`)
+Configurations that share an algorithm, an objective and a static key (see :mod:`fedpne_jax.core.grid`)
 form a group; a group's runs, (configuration, seed) pairs, go through one compiled program in calls
 of R runs.  R comes from the memory budget: XLA's memory analysis of the program for all of the
 group's pending runs (arguments + outputs + temporaries of one device) is compared with the budget,
@@ -25,9 +25,8 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from fedpne_jax.core import executor as driver
+from fedpne_jax.core import executor, sharding
 from fedpne_jax.core import run as runs
-from fedpne_jax.core import sharding
 from fedpne_jax.core.grid import group_indices
 from fedpne_jax.core.validation import is_int
 from fedpne_jax.experiments import sweep as sweep_lib
@@ -64,8 +63,8 @@ class Report:
         return (f"sweep {self.path}: {self.configs} configurations, {self.runs} runs; {self.runs_before} were done"
                 f"{rejected}, {self.runs_computed} computed in {self.calls} call(s) ({self.chunks_written} chunks, "
                 f"{self.compilations} compilation(s)) in {self.seconds:.1f} s, {self.runs_per_second:,.0f} runs/s; "
-                f"largest program {driver.format_bytes(peak)} per device (budget "
-                f"{driver.format_bytes(self.budget_bytes)})")
+                f"largest program {executor.format_bytes(peak)} per device (budget "
+                f"{executor.format_bytes(self.budget_bytes)})")
 
 
 def missing(covered: list[tuple[int, int]], total: int) -> list[tuple[int, int]]:
@@ -136,12 +135,12 @@ def call_size(name, configs, objective, entries, gaps, S: int, budget: int, devi
         R, planned["calls"] = plan(entries, gaps, S, limit, n)
         return R
 
-    R, need = driver.fit_runs(limit, budget, n, lambda R: runs.pairs_memory(configs, objective, R, devices=devices),
+    R, need = executor.fit_runs(limit, budget, n, lambda R: runs.pairs_memory(configs, objective, R, devices=devices),
                               plan=plan_runs)
     calls = planned["calls"]
     if need > budget:
-        print(f"fedpne: warning: {R // n} run(s) per device need {driver.format_bytes(need)}, above the memory "
-              f"budget of {driver.format_bytes(budget)}", file=sys.stderr)
+        print(f"fedpne: warning: {R // n} run(s) per device need {executor.format_bytes(need)}, above the memory "
+              f"budget of {executor.format_bytes(budget)}", file=sys.stderr)
     return R, calls, need
 
 
@@ -210,7 +209,7 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
         raise sweep_lib.SweepError(f"memory_gb must be > 0, got {memory_gb!r}")
     if chunk_runs is not None and (not is_int(chunk_runs) or chunk_runs < 1):
         raise sweep_lib.SweepError(f"chunk_runs must be a positive integer, got {chunk_runs!r}")
-    budget = int((driver.DEFAULT_MEMORY_GB if memory_gb is None else memory_gb) * 2**30)
+    budget = int((executor.DEFAULT_MEMORY_GB if memory_gb is None else memory_gb) * 2**30)
     selected = sharding.select_devices(devices)
     writer = jax.process_index() == 0
     if writer:
@@ -240,7 +239,7 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     done = sweep.num_runs - sum(b - a for g in gaps.values() for a, b in g)
     report = Report(path=store.path, configs=len(sweep.entries), runs=sweep.num_runs, runs_before=done,
                     budget_bytes=budget, rejected=list(store.rejected))
-    traces, compiled = driver.trace_count(), driver.compile_seconds()
+    traces, compiled = executor.trace_count(), executor.compile_seconds()
     bar = None
     try:
         bar = Progress(sweep.num_runs, done, progress and writer, label)
@@ -282,8 +281,8 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
         if bar is not None:
             bar.close()
         store.close()
-        report.compilations = driver.trace_count() - traces
-        report.compile_seconds = driver.compile_seconds() - compiled
+        report.compilations = executor.trace_count() - traces
+        report.compile_seconds = executor.compile_seconds() - compiled
         report.seconds = time.perf_counter() - start_time
     return report
 

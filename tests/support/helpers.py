@@ -1,6 +1,7 @@
 """Shared test helpers: run the engine and the NumPy reference on the same problem."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -9,6 +10,7 @@ import fedpne_jax as fp
 import objectives
 from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.algorithms.fedpne.engine import run_keys
+from fedpne_jax.core import executor
 from fedpne_jax.core.executor import seed_key
 from tests.support import reference
 
@@ -63,3 +65,12 @@ def assert_regret_per_round_falls(curves, checkpoint_rounds):
     second = (mean[-1] - mean[half]) / (rounds[-1] - rounds[half])
     assert second < 0.9 * first
     return mean
+
+
+def traced_tree_run(module, config, objective, seeds, base_seed=0):
+    """(outputs with the pulled points, static) of a tree algorithm's module (hct, hoo, doo, soo):
+    its static with trace=True, one compiled program per config and shape."""
+    static = dataclasses.replace(module.make_static(config, objective), trace=True)
+    out, _, _ = executor.execute(module.run_single, static, module.make_params(config), objective, base_seed,
+                                 np.asarray(seeds))
+    return out, static
