@@ -8,7 +8,6 @@ every few rounds, and past depth ~24 float32 cells stop halving (Garland reaches
 rounds), so float32 is compared exactly only while its cells are exact.
 """
 
-import jax
 import numpy as np
 import pytest
 
@@ -16,7 +15,7 @@ import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import doo, tree
 from fedpne_jax.core import executor
 from tests.support import reference_doo
-from tests.support.helpers import assert_same_tree_run, traced_tree_run, two_sample_z
+from tests.support.helpers import assert_same_tree_run, pyxab_run, traced_tree_run, two_sample_z
 
 T = 300
 SEEDS = 40
@@ -70,15 +69,9 @@ def test_garland_evaluates_pyxabs_own_doo_points(garland):
     DOO = pytest.importorskip("PyXAB.algos.DOO").DOO
     config = doo.DOOConfig(horizon=T, noise="gaussian:0", checkpoints=10, precision="float64")
     out, _ = run(config, garland, [0])
-    algo = DOO(n=T, domain=[[0.0, 1.0]])
-    points = []
-    with jax.enable_x64(True):
-        for t in range(1, T + 1):
-            x = algo.pull(t)
-            points.append(x)
-            algo.receive_reward(t, float(garland.value(np.asarray(x, np.float64))))
-    np.testing.assert_array_equal(out.points[0], np.asarray(points))
-    np.testing.assert_array_equal(out.recommendation[0], algo.get_last_point())
+    points, last = pyxab_run(DOO(n=T, domain=[[0.0, 1.0]]), garland, T)
+    np.testing.assert_array_equal(out.points[0], points)
+    np.testing.assert_array_equal(out.recommendation[0], last)
 
 
 def test_noisy_regret_equals_the_reference_statistically(garland):

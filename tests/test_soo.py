@@ -8,7 +8,6 @@ Noise-free runs use 'gaussian:0' so that they share a program with the noisy one
 comparisons cover candidates from the sorted leaves and from those evaluated since.
 """
 
-import jax
 import numpy as np
 import pytest
 
@@ -16,7 +15,7 @@ import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import soo, tree
 from fedpne_jax.core import executor
 from tests.support import reference_soo
-from tests.support.helpers import assert_same_tree_run, traced_tree_run, two_sample_z
+from tests.support.helpers import assert_same_tree_run, pyxab_run, traced_tree_run, two_sample_z
 
 T = 700
 SEEDS = 200
@@ -84,15 +83,9 @@ def test_garland_evaluates_pyxabs_own_soo_points(garland):
     SOO = pytest.importorskip("PyXAB.algos.SOO").SOO
     config = soo.SOOConfig(horizon=T, noise="gaussian:0", checkpoints=10, pyxab=True, precision="float64")
     out, _ = run(config, garland, [0])
-    algo = SOO(n=T, h_max=100, domain=[[0.0, 1.0]])
-    points = []
-    with jax.enable_x64(True):
-        for t in range(1, T + 1):
-            x = algo.pull(t)
-            points.append(x)
-            algo.receive_reward(t, float(garland.value(np.asarray(x, np.float64))))
-    np.testing.assert_array_equal(out.points[0], np.asarray(points))
-    np.testing.assert_array_equal(out.recommendation[0], algo.get_last_point())
+    points, last = pyxab_run(SOO(n=T, h_max=100, domain=[[0.0, 1.0]]), garland, T)
+    np.testing.assert_array_equal(out.points[0], points)
+    np.testing.assert_array_equal(out.recommendation[0], last)
 
 
 @pytest.mark.parametrize("pyxab", [False, True])

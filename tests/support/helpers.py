@@ -74,3 +74,16 @@ def traced_tree_run(module, config, objective, seeds, base_seed=0):
     out, _, _ = executor.execute(module.run_single, static, module.make_params(config), objective, base_seed,
                                  np.asarray(seeds))
     return out, static
+
+
+def pyxab_run(algo, objective, T: int):
+    """(pulled points, get_last_point()) of a PyXAB algorithm object over T noise-free rounds of
+    ``objective``'s global value, evaluated in float64 (PyXAB's arithmetic)."""
+    import jax
+    points = []
+    with jax.enable_x64(True):
+        for t in range(1, T + 1):
+            x = algo.pull(t)
+            points.append(x)
+            algo.receive_reward(t, float(objective.value(np.asarray(x, np.float64))))
+    return np.asarray(points), algo.get_last_point()

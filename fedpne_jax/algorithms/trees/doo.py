@@ -70,10 +70,6 @@ class DOOConfig(tree.TreeConfig):
         """Rows: the root and two children per expansion, one expansion per two rounds."""
         return self.horizon + 2
 
-    def resolved(self) -> dict:
-        out = super().resolved()
-        out.update(capacity=self.capacity)
-        return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -113,10 +113,13 @@ class HCTConfig(tree.TreeConfig):
             return cap
         return int(min(cap, math.ceil(self.c ** 2 * log_term * self.rho ** (-2 * h) / self.nu ** 2)))
 
+    @property
+    def capacity(self) -> int:
+        return bounds(self)[0]
+
     def resolved(self) -> dict:
         out = super().resolved()
-        capacity, height = bounds(self)
-        out.update(c1=self.c1, capacity=capacity, max_depth=height)
+        out.update(c1=self.c1, max_depth=bounds(self)[1])
         return out
 
 

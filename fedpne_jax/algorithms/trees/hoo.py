@@ -75,7 +75,7 @@ class HOOConfig(tree.TreeConfig):
 
     def resolved(self) -> dict:
         out = super().resolved()
-        out.update(depth_limit=self.limit, capacity=self.capacity)
+        out.update(depth_limit=self.limit)
         return out
 
 

@@ -83,10 +83,6 @@ class SOOConfig(tree.TreeConfig):
         rounds_allow = (self.horizon + 1).bit_length() if self.pyxab else (self.horizon + 1) // 2 + 1
         return min(self.h_max + 1, rounds_allow)
 
-    def resolved(self) -> dict:
-        out = super().resolved()
-        out.update(capacity=self.capacity)
-        return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -620,6 +620,16 @@ class TreeConfig(BaselineConfig):
         check_choice("split", self.split, SPLITS)
         check_choice("precision", self.precision, PRECISIONS)
 
+    @property
+    def capacity(self) -> int:
+        """Rows of the node table, sized on the host so that no run can outgrow it (each algorithm's)."""
+        raise NotImplementedError
+
+    def resolved(self) -> dict:
+        out = super().resolved()
+        out.update(capacity=self.capacity)
+        return out
+
 
 @dataclasses.dataclass(frozen=True)
 class TreeStatic:
