@@ -142,14 +142,7 @@ def _update(static: DOOStatic, params: DOOParams, table, leaves: tree.Tournament
     return table, leaves, overflow
 
 
-def _recommend(static: DOOStatic, params, table, extra, last):
-    spec = static.tree
-    best, _ = tree.best_row(spec, table, tree.as_float(spec, table.rows[:, tree.MEAN]),
-                            table.rows[:, tree.COUNT] > 0)
-    return tree.centre(spec, table.rows[best])
-
-
-POLICY = tree.TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False,
+POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.best_evaluated, root_expanded=False,
                          init=lambda static, params, table: tree.tournament(static.tree))
 
 

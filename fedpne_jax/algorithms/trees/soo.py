@@ -242,14 +242,7 @@ def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, 
     return table, lists, overflow
 
 
-def _recommend(static: SOOStatic, params, table, lists, last):
-    spec = static.tree
-    best, _ = tree.best_row(spec, table, tree.as_float(spec, table.rows[:, tree.MEAN]),
-                            table.rows[:, tree.COUNT] > 0)
-    return tree.centre(spec, table.rows[best])
-
-
-POLICY = tree.TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False, init=_init,
+POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.best_evaluated, root_expanded=False, init=_init,
                          refresh=_rebuild, refresh_every=REBUILD)
 
 

@@ -306,6 +306,14 @@ def best_row(spec: TreeSpec, table: Table, score, where=True):
     return jnp.max(jnp.where(live & (score == top), rows, -1)), top
 
 
+def best_evaluated(static, params, table: Table, extra, last):
+    """A ``recommend`` hook: the centre of the evaluated node (COUNT > 0) with the largest MEAN, the
+    last created on ties (DOO's and SOO's, PyXAB's ``get_last_point`` over nodes evaluated once)."""
+    spec = static.tree
+    best, _ = best_row(spec, table, as_float(spec, table.rows[:, MEAN]), table.rows[:, COUNT] > 0)
+    return centre(spec, table.rows[best])
+
+
 def best_leaf(spec: TreeSpec, table: Table, score, where=True):
     """:func:`best_row` among the leaves (DOO's and SOO's choice of the node to expand; ``where``: a
     depth mask for SOO's sweep)."""
