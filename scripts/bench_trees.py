@@ -1,4 +1,4 @@
-"""Benchmark of the batched tree baselines (HCT, T-HOO) against PyXAB's own implementations.
+"""Benchmark of the batched tree algorithms (HCT, T-HOO, DOO, SOO) against PyXAB's own implementations.
 
     python scripts/bench_trees.py [--quick] [--out bench_trees.json]
 
@@ -11,7 +11,10 @@ parameters (nu = 1, rho = 0.5, c = 0.1, delta = 0.01); T = 10^4 (--quick: 2,000)
 
 PyXAB's T_HOO re-sums every node's reward list every round, so it slows as it runs (about 37 pulls/s
 over a whole T = 10^4 run); it is timed over its first REFERENCE_ROUNDS rounds of a T = 10^4 run,
-which overstates its rate and so understates the ratio.  HCT rows use ``expand='leaf'`` (the
+which overstates its rate and so understates the ratio.  DOO and SOO (both rules, ``soo`` the paper's
+and ``soo-pyxab`` PyXAB's) are timed against PyXAB for at most TIME_BUDGET seconds of one run
+(PyXAB's DOO, O(nodes) a round, slows as it runs, so its rate over the first rounds is again an
+overstatement).  HCT rows use ``expand='leaf'`` (the
 default); the ``hct-pyxab`` row uses PyXAB's own expansion rule, the like-for-like comparison, and
 also reports both mean regrets (PyXAB's over its few timed runs).
 """
@@ -29,12 +32,13 @@ import harness  # noqa: E402,F401  (the project on the import path)
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-from fedpne_jax.algorithms.trees import hct, hoo  # noqa: E402
+from fedpne_jax.algorithms.trees import doo, hct, hoo, soo  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
 from tests.support.reference import FUNCTIONS  # noqa: E402
 
 SIGMA = 0.1
 REFERENCE_ROUNDS = {"hct": None, "hoo": 1000}     # None: the whole horizon
+TIME_BUDGET = 30.0                                  # seconds of PyXAB per DOO / SOO reference
 
 
 def _garland(point) -> float:
@@ -72,6 +76,28 @@ def pyxab_rate(name: str, T: int, runs: int, rounds=None):
     if rounds < T:
         label += f" (first {rounds} of {T} rounds)"
     return runs * rounds / elapsed, float(np.mean(regrets)), label
+
+
+def pyxab_budget_rate(name: str, T: int, budget: float):
+    """(pulls/s, None, label) of PyXAB's DOO or SOO (its default parameters) over at most ``budget``
+    seconds of one run of T rounds, or None without PyXAB."""
+    try:
+        from importlib.metadata import version
+
+        from PyXAB.algos.DOO import DOO
+        from PyXAB.algos.SOO import SOO
+    except ImportError:
+        return None
+    rng = np.random.default_rng(0)
+    algo = DOO(n=T, domain=[[0.0, 1.0]]) if name == "doo" else SOO(n=T, domain=[[0.0, 1.0]])
+    start, t = time.perf_counter(), 0
+    while t < T and time.perf_counter() - start < budget:
+        t += 1
+        point = algo.pull(t)
+        algo.receive_reward(t, _garland(point) + SIGMA * rng.standard_normal())
+    elapsed = time.perf_counter() - start
+    label = f"PyXAB {version('pyxab')} {name.upper()}" + (f" (first {t} of {T} rounds)" if t < T else "")
+    return t / elapsed, None, label
 
 
 def numpy_rate(name: str, T: int, runs: int):
@@ -115,6 +141,23 @@ def rows(quick: bool) -> list[dict]:
                        device=device)
             if label == "hct-pyxab":
                 row.update(reference_regret_mean=ref[1], reference_runs=runs)
+            out.append(row)
+    configs = {"doo": doo.DOOConfig(horizon=T, noise=f"gaussian:{SIGMA}"),
+               "soo": soo.SOOConfig(horizon=T, noise=f"gaussian:{SIGMA}"),
+               "soo-pyxab": soo.SOOConfig(horizon=T, noise=f"gaussian:{SIGMA}", pyxab=True)}
+    references = {}
+    for label, config in configs.items():
+        base = label.split("-")[0]
+        if base not in references:
+            references[base] = pyxab_budget_rate(base, T, 5.0 if quick else TIME_BUDGET)
+        ref = references[base]
+        for seeds in seed_counts[1:]:
+            row = batched(label, config, objective, seeds, repeats)
+            row.update(device=device)
+            if ref is not None:
+                row.update(reference=ref[2], reference_pulls_per_s=ref[0], ratio=row["pulls_per_s"] / ref[0])
+            else:
+                row.update(reference="PyXAB not installed", reference_pulls_per_s=float("nan"), ratio=float("nan"))
             out.append(row)
     return out
 
