@@ -215,19 +215,19 @@ def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, 
     row = row.at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, value))
     slot = t % REBUILD
     best = lists.new_best[depth]
-    added = lists._replace(new_value=lists.new_value.at[slot].set(value),
+    lists = lists._replace(new_value=lists.new_value.at[slot].set(value),
                            new_row=lists.new_row.at[slot].set(jnp.where(active, node, -1)),
                            new_depth=lists.new_depth.at[slot].set(depth),
                            new_best=lists.new_best.at[depth].set(
                                jnp.where(active & _better(value, node, lists.new_value[jnp.maximum(best, 0)],
                                                           jnp.where(best >= 0, lists.new_row[best], -1)),
                                          slot, best)))
-    lists = added
     grow = active & (t == table.size)
     target, values, rows, newer, ok, after = _choose(static, lists, table.height)
     grow = grow & ok
     chosen = rows[target]
-    # The expanded leaf leaves its list: the kept list's head moves on, or its new slot empties.
+    # The expanded leaf leaves its list: its depth's head in the sorted leaves moves on, or its new
+    # slot empties.
     from_new = newer[target]
     head = lists.head.at[target].add(jnp.where(grow & ~from_new, 1, 0))
     new_row = jnp.where(grow & from_new & (lists.new_row == chosen), -1, lists.new_row)
