@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.algorithms.trees import tree
-from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 
 DELTAS = ("pyxab", "geometric")
@@ -146,11 +146,6 @@ POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.best_eva
                          init=lambda static, params, table: tree.tournament(static.tree))
 
 
-def run_single(static: DOOStatic, params: DOOParams, objective, key):
-    return tree.run(static, params, objective, key, POLICY)
-
-
-ALGORITHM = Algorithm(name="doo", config_type=DOOConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=tree.METRICS,
-                      check=lambda config, objective: tree.check_objective(config.split, objective),
-                      styles=(("doo", Style("DOO", "#6b6ecf", "d")),))
+ALGORITHM = tree.algorithm("doo", DOOConfig, make_static, make_params, POLICY,
+                           Style("DOO", "#6b6ecf", "d"))
+run_single = ALGORITHM.run_single

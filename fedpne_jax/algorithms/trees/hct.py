@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.algorithms.trees import tree
-from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 
 EXPANDS = ("leaf", "pyxab")
@@ -237,11 +237,6 @@ POLICY = tree.TreePolicy(
     init=lambda static, params, table: Pending(jnp.zeros((static.tree.height + 1,), jnp.int32), jnp.int32(0)))
 
 
-def run_single(static: HCTStatic, params: HCTParams, objective, key):
-    return tree.run(static, params, objective, key, POLICY)
-
-
-ALGORITHM = Algorithm(name="hct", config_type=HCTConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=tree.METRICS,
-                      check=lambda config, objective: tree.check_objective(config.split, objective),
-                      styles=(("hct", Style("HCT", "#1f77b4", "s")),))
+ALGORITHM = tree.algorithm("hct", HCTConfig, make_static, make_params, POLICY,
+                           Style("HCT", "#1f77b4", "s"))
+run_single = ALGORITHM.run_single

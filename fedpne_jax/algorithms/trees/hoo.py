@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.algorithms.trees import tree
-from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int, check_real
 
 
@@ -116,11 +116,6 @@ def _update(static, params: HOOParams, table, extra, last: tree.Last, t, active)
 POLICY = tree.TreePolicy(select=tree.descent(), update=_update)
 
 
-def run_single(static: tree.TreeStatic, params: HOOParams, objective, key):
-    return tree.run(static, params, objective, key, POLICY)
-
-
-ALGORITHM = Algorithm(name="hoo", config_type=HOOConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=tree.METRICS,
-                      check=lambda config, objective: tree.check_objective(config.split, objective),
-                      styles=(("hoo", Style("T-HOO", "#17becf", "v")),))
+ALGORITHM = tree.algorithm("hoo", HOOConfig, make_static, make_params, POLICY,
+                           Style("T-HOO", "#17becf", "v"))
+run_single = ALGORITHM.run_single

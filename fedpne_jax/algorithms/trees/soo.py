@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.algorithms.trees import tree
-from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int
 
 REBUILD = 512                 # rounds between sorts of the leaves
@@ -246,11 +246,6 @@ POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.best_eva
                          refresh=_rebuild, refresh_every=REBUILD)
 
 
-def run_single(static: SOOStatic, params: SOOParams, objective, key):
-    return tree.run(static, params, objective, key, POLICY)
-
-
-ALGORITHM = Algorithm(name="soo", config_type=SOOConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=tree.METRICS,
-                      check=lambda config, objective: tree.check_objective(config.split, objective),
-                      styles=(("soo", Style("SOO", "#000000", "p")),))
+ALGORITHM = tree.algorithm("soo", SOOConfig, make_static, make_params, POLICY,
+                           Style("SOO", "#000000", "p"))
+run_single = ALGORITHM.run_single

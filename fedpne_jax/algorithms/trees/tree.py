@@ -96,6 +96,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.core import noise
+from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import PRECISIONS, BaselineConfig
 from fedpne_jax.core.counters import threefry_words, unit_floats, unit_floats_52
 from fedpne_jax.core.errors import FLAG_CAPACITY
@@ -833,6 +834,19 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
     return Output(curve=final_curve(static.checkpoint_rounds, state.book), final_regret=state.book.regret,
                   flags=flags, recommendation=policy.recommend(static, params, state.table, state.extra, state.last),
                   nodes=size, depth=height, points=state.book.points)
+
+
+def algorithm(name: str, config_type, make_static: Callable, make_params: Callable, policy: TreePolicy,
+              style: Style) -> Algorithm:
+    """The registry entry of a tree algorithm: its ``run_single`` is :func:`run` with ``policy``, its
+    metrics :data:`METRICS`, and its one check that the objective suits the config's split."""
+    def run_single(static, params, objective, key):
+        return run(static, params, objective, key, policy)
+
+    return Algorithm(name=name, config_type=config_type, make_static=make_static, make_params=make_params,
+                     run_single=run_single, metrics=METRICS,
+                     check=lambda config, objective: check_objective(config.split, objective),
+                     styles=((name, style),))
 
 
 def parallel(policy: TreePolicy, schedule: Callable) -> TreePolicy:
