@@ -17,6 +17,7 @@ from fedpne_jax import algorithms as _builtin_algorithms  # noqa: F401  (registe
 from fedpne_jax.algorithms.fedpne.config import FedPNEConfig
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import BaselineConfig
+from fedpne_jax.core.diagnostics import LARGE_TABLE, DegenerateRunWarning
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
 from fedpne_jax.core.grid import product as grid_product
 from fedpne_jax.core.registry import NAMES as ALGORITHMS
@@ -32,4 +33,5 @@ from fedpne_jax.experiments.sweep import SweepError
 __all__ = ["ALGORITHMS", "register", "load_plugin", "Algorithm", "BaselineConfig", "Style", "PluginError",
            "make_config", "FedPNEConfig", "run", "run_grid", "grid_product", "RunResult",
            "run_sweep", "load_sweep", "SweepResults", "CapacityError", "ObjectiveError", "SweepError", "MissingExtra",
+           "DegenerateRunWarning", "LARGE_TABLE",
            "set_default_devices", "use_devices", "__version__"]

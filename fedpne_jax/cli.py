@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 
 import jax
 
@@ -509,6 +510,8 @@ def cmd_sweep(args) -> int:
                        progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite,
                        repair=args.repair)
     if jax.process_index() == 0:
+        for warning in report.warnings:
+            print(f"fedpne: warning: {warning}", file=sys.stderr)
         print(report.summary())
         if report.configs <= 50:
             print(load_sweep(args.out).table())
@@ -527,6 +530,12 @@ def load_plugins(argv) -> None:
         registry.load_plugin(module)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as the command line's other messages are: one line on stderr, without the source
+    line the Python default prints (a degenerate run, a memory budget too small for one run)."""
+    print(f"fedpne: warning: {message}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -539,7 +548,9 @@ def main(argv=None) -> int:
         if getattr(args, "distributed", False):
             sharding.initialize(args.coordinator, args.num_processes, args.process_id)
         commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot}
-        return commands[args.command](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return commands[args.command](args)
     except (ValueError, MissingExtra, CapacityError, ObjectiveError) as err:
         print(f"fedpne: error: {err}", file=sys.stderr)
     except OSError as err:

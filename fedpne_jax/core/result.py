@@ -44,6 +44,7 @@ class RunResult:
     # where that algorithm (a plugin) is not installed
     style: dict | None = None
     partial: bool = False        # stopped early (Ctrl-C): ``seeds`` lists the runs that finished
+    warnings: tuple = ()         # one line each: legal but degenerate runs (fedpne_jax.core.diagnostics)
 
     def __getattr__(self, name):
         metrics = self.__dict__.get("metrics") or {}
@@ -53,7 +54,7 @@ class RunResult:
 
     @classmethod
     def build(cls, algorithm, resolved: dict, objective, ids, base_seed, checkpoint_rounds, curves,
-              final_regret, metrics, compile_seconds, run_seconds, partial: bool = False):
+              final_regret, metrics, compile_seconds, run_seconds, partial: bool = False, warnings=()):
         resolved = dict(resolved, objective=objective.name, dim=objective.dim, lo=list(objective.lo),
                         hi=list(objective.hi), f_star=objective.f_star)
         return cls(algorithm=algorithm, config=resolved, objective=objective.name, seeds=np.asarray(ids),
@@ -61,7 +62,7 @@ class RunResult:
                    curves=np.asarray(curves, np.float64), final_regret=np.asarray(final_regret, np.float64),
                    metrics={k: np.asarray(v) for k, v in metrics.items()},
                    compile_seconds=float(compile_seconds), run_seconds=float(run_seconds),
-                   style=_style(algorithm), partial=bool(partial))
+                   style=_style(algorithm), partial=bool(partial), warnings=tuple(warnings))
 
     @property
     def label(self) -> str:
@@ -128,6 +129,7 @@ class RunResult:
             "device": device_name(),
             "seeds": self.seeds.tolist(),
             "partial": self.partial,
+            "warnings": list(self.warnings),
             "base_seed": self.base_seed,
             "checkpoints": self.checkpoints.tolist(),
             "regret_mean": self.regret_mean.tolist(),

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 import objectives
-from fedpne_jax.core import executor, registry, sharding
+from fedpne_jax.core import diagnostics, executor, registry, sharding
 from fedpne_jax.core.algorithm import Algorithm
 from fedpne_jax.core.algorithm import check_inputs as check_pair
 from fedpne_jax.core.errors import CapacityError, raise_for_objective
@@ -154,8 +154,10 @@ def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, g
     budget = memory_budget(memory_gb)
     check_host_memory([(algorithm, [config], count)], objective)
     ids = executor.seed_ids(seeds)
-    return _run_pairs([config], objective, np.zeros(ids.size, np.int64), ids, base_seed, grow, devices,
-                      budget=budget, stop=stop, progress=progress)[0]
+    result = _run_pairs([config], objective, np.zeros(ids.size, np.int64), ids, base_seed, grow, devices,
+                        budget=budget, stop=stop, progress=progress)[0]
+    diagnostics.emit(result.warnings)
+    return result
 
 
 def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, grow: bool = True,
@@ -187,6 +189,7 @@ def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_
                          base_seed, grow, devices, budget=budget)
         for i, result in zip(members, out):
             results[i] = result
+    diagnostics.emit(w for result in results for w in result.warnings)
     return results
 
 
@@ -249,7 +252,9 @@ def run_pairs(configs: Sequence, objective, grid_index, seed_ids, base_seed: int
         raise ValueError(f"grid_index must lie in [0, {len(configs)})")
     executor.seed_ids(ids, distinct=False)      # a pair may repeat here: each run depends on its pair alone
     base_seed = executor.check_base_seed(base_seed)
-    return _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to)
+    results = _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to)
+    diagnostics.emit(w for result in results if result is not None for w in result.warnings)
+    return results
 
 
 def stack_params(algorithm: Algorithm, configs: Sequence, tables):
@@ -280,9 +285,11 @@ def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pa
         # A configuration holding every run (any single run) takes views, not copies, of the outputs.
         rows = slice(None) if rows.size == ids.size else rows
         name, resolved, metrics = algorithm.describe(config, tables, jax.tree.map(lambda a: a[rows], out))
+        # Only a table sized from the parameters can be degenerate (a tree's grows with T, as asked).
+        found = diagnostics.degenerate(metrics, config.horizon, resolved.get("capacity") if algorithm.grows else None)
         return RunResult.build(name, resolved, objective, ids[rows], base_seed, config.checkpoint_rounds,
                                out.curve[rows], out.final_regret[rows], metrics, compile_s * share, run_s * share,
-                               partial=partial)
+                               partial=partial, warnings=found)
 
     return per_config(configs, grid_index, build)
 

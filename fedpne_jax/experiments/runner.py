@@ -20,6 +20,7 @@ import dataclasses
 import json
 import sys
 import time
+import warnings
 
 import jax
 import numpy as np
@@ -27,6 +28,7 @@ from jax.experimental import multihost_utils
 
 from fedpne_jax.core import executor, sharding
 from fedpne_jax.core import run as runs
+from fedpne_jax.core.diagnostics import DegenerateRunWarning
 from fedpne_jax.core.grid import group_indices
 from fedpne_jax.core.validation import is_int
 from fedpne_jax.experiments import sweep as sweep_lib
@@ -52,6 +54,7 @@ class Report:
     call_runs: list = dataclasses.field(default_factory=list)     # R per group that ran
     call_bytes: list = dataclasses.field(default_factory=list)    # XLA bytes per device of each group's program
     rejected: list = dataclasses.field(default_factory=list)      # (file, reason): chunks that failed verification
+    warnings: list = dataclasses.field(default_factory=list)      # "labels: warning", once per configuration
 
     @property
     def runs_per_second(self) -> float:
@@ -260,8 +263,10 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
             for call in calls:
                 grid_index = np.concatenate([np.full(b - a, g, np.int64) for g, a, b in call])
                 seeds = np.concatenate([ids[a:b] for _, a, b in call])
-                results = runs.run_pairs(configs, objective, grid_index, seeds, base_seed, devices=selected,
-                                         pad_to=R, check=False)
+                with warnings.catch_warnings():      # kept per configuration below, with its labels
+                    warnings.simplefilter("ignore", DegenerateRunWarning)
+                    results = runs.run_pairs(configs, objective, grid_index, seeds, base_seed, devices=selected,
+                                             pad_to=R, check=False)
                 cursor = [0] * len(entries)
                 chunks = []
                 for g, a, b in call:
@@ -269,7 +274,11 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
                     cursor[g] += b - a
                     result = results[g]
                     extra = {"capacity": result.config.get("capacity"), "run_seconds": result.run_seconds * (b - a)
-                             / result.num_seeds, "compile_seconds": result.compile_seconds * (b - a) / result.num_seeds}
+                             / result.num_seeds, "compile_seconds": result.compile_seconds * (b - a) / result.num_seeds,
+                             "warnings": list(result.warnings)}
+                    labels = ", ".join(f"{k}={v}" for k, v in entries[g].labels.items())
+                    report.warnings.extend(w for w in (f"{labels}: {w}" for w in result.warnings)
+                                           if w not in report.warnings)
                     chunks.append((entries[g].id, a, b, _slice(result, rows), extra))
                 store.write_chunks(chunks)
                 report.run_seconds += sum(r.run_seconds for r in results if r is not None)
