@@ -1,6 +1,10 @@
-"""Regret checkpoints: the C evenly spaced rounds at which every algorithm records its regret."""
+"""Regret checkpoints: the C evenly spaced rounds at which every algorithm records its regret, and
+the best-so-far regret with the first rounds at which it reaches fixed targets."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -15,3 +19,44 @@ def record(curve, checkpoint_rounds, t, regret):
     """``curve`` with ``regret`` written at the checkpoints equal to round t (one-round-at-a-time
     algorithms call this once per round; several checkpoints can share a round when C > T)."""
     return jnp.where(jnp.asarray(checkpoint_rounds) == t, regret, curve)
+
+
+# ---------------------------------------------------------------- best-so-far regret and fixed targets
+
+# COCO's default targets: 10^2 .. 10^-8, five per decade (51), times the objective's scale.
+TARGET_EXPONENTS = np.linspace(2.0, -8.0, 51)
+NOT_REACHED = 0               # a hit round of 0: the target was not reached within T (rounds start at 1)
+
+
+class Best(NamedTuple):
+    """Best-so-far regret, f* - max_{s <= t} f(x_s) over every point evaluated so far on the global
+    objective, and the first round at which it reached each target."""
+
+    value: jax.Array      # () inf before the first evaluation
+    hits: jax.Array       # (len(TARGET_EXPONENTS),) int32 round, NOT_REACHED until reached
+
+
+def best_start(dtype) -> Best:
+    return Best(value=jnp.asarray(jnp.inf, dtype), hits=jnp.zeros(TARGET_EXPONENTS.shape, jnp.int32))
+
+
+def target_scale(objective, dtype) -> jax.Array:
+    """The targets' scale: f* - f(centre of the box), the regret of the one point every algorithm
+    can name before it starts (1 where that is 0: the centre is optimal, so a run that evaluates it
+    reaches every target at once, whatever the scale).  One evaluation of the global objective."""
+    centre = (jnp.asarray(objective.lo, dtype) + jnp.asarray(objective.hi, dtype)) / 2
+    gap = jnp.asarray(objective.f_star, dtype) - objective.global_value(centre).astype(dtype)
+    return jnp.where(gap > 0, gap, jnp.ones((), dtype))
+
+
+def targets(scale) -> jax.Array:
+    """(51,) targets scale x 10^e, e = 2, 1.8, .., -8, in decreasing order."""
+    return scale * jnp.asarray(10.0 ** TARGET_EXPONENTS, scale.dtype)
+
+
+def best_step(best: Best, t, gap, goals, active=True) -> Best:
+    """``best`` after round t evaluated points whose smallest regret f* - f(x) is ``gap`` (nothing
+    changes unless ``active``)."""
+    value = jnp.where(active, jnp.minimum(best.value, gap), best.value)
+    hits = jnp.where((best.hits == NOT_REACHED) & (value <= goals), jnp.asarray(t, jnp.int32), best.hits)
+    return Best(value, hits)

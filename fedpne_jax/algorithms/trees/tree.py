@@ -95,7 +95,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core import noise
+from fedpne_jax.core import checkpoints, noise
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import PRECISIONS, BaselineConfig
 from fedpne_jax.core.counters import threefry_words, unit_floats, unit_floats_52
@@ -557,17 +557,22 @@ def refresh(spec: TreeSpec, table: Table, u_fn) -> Table:
 # ---------------------------------------------------------------- the book: regret, checkpoints, trace
 
 class Pull(NamedTuple):
-    """The rounds' bookkeeping: the running regret, the curve, error flags and the optional trace."""
+    """The rounds' bookkeeping: the running regret, the curves, error flags and the optional trace."""
     regret: jax.Array
     curve: jax.Array      # (C,) regret written at the first checkpoint of each checkpoint round
     cursor: jax.Array     # () int32 next checkpoint to write; depends on t only (unbatched under vmap)
     flags: jax.Array
     points: jax.Array
+    best: checkpoints.Best
+    best_curve: jax.Array  # (C,) best-so-far regret, written with ``curve``
+    goals: jax.Array       # (51,) the fixed targets of the best-so-far regret (checkpoints.targets)
 
 
-def start_pulls(checkpoints: int, dim: int, trace: int, dtype) -> Pull:
-    return Pull(regret=jnp.zeros((), dtype), curve=jnp.zeros((checkpoints,), dtype), cursor=jnp.int32(0),
-                flags=jnp.int32(0), points=jnp.zeros((trace, dim), dtype))
+def start_pulls(checkpoints_: int, dim: int, trace: int, dtype, scale) -> Pull:
+    zeros = jnp.zeros((checkpoints_,), dtype)
+    return Pull(regret=jnp.zeros((), dtype), curve=zeros, cursor=jnp.int32(0), flags=jnp.int32(0),
+                points=jnp.zeros((trace, dim), dtype), best=checkpoints.best_start(dtype), best_curve=zeros,
+                goals=checkpoints.targets(scale))
 
 
 def _checkpoint_tables(rounds):
@@ -579,39 +584,42 @@ def _checkpoint_tables(rounds):
     return nxt, first
 
 
-def _record(rounds, book: Pull, t, regret):
-    """Write ``regret`` at the next checkpoint when its round is t: O(1) per round (a where over all
-    C checkpoints every round would cost more than the rest of a round's bookkeeping)."""
+def _record(rounds, book: Pull, t, regret, best):
+    """Write ``regret`` and ``best`` at the next checkpoint when its round is t: O(1) per round (a
+    where over all C checkpoints every round would cost more than the rest of a round's bookkeeping)."""
     nxt, _ = _checkpoint_tables(rounds)
     c = len(rounds)
     j = jnp.minimum(book.cursor, c - 1)
     hit = (book.cursor < c) & (jnp.asarray(rounds, jnp.int32)[j] == t)
-    curve = jax.lax.dynamic_update_slice(book.curve, jnp.where(hit, regret, book.curve[j])[None], (j,))
-    return curve, jnp.where(hit, jnp.asarray(nxt)[j], book.cursor)
+    write = lambda curve, value: jax.lax.dynamic_update_slice(curve, jnp.where(hit, value, curve[j])[None], (j,))
+    return write(book.curve, regret), write(book.best_curve, best), jnp.where(hit, jnp.asarray(nxt)[j], book.cursor)
 
 
-def final_curve(rounds, book: Pull):
-    """The curve with every checkpoint filled (checkpoints sharing a round copy the first one's)."""
+def final_curve(rounds, curve):
+    """``curve`` with every checkpoint filled (checkpoints sharing a round copy the first one's)."""
     _, first = _checkpoint_tables(rounds)
-    return book.curve[jnp.asarray(first)]
+    return curve[jnp.asarray(first)]
 
 
 def pull(static, params, objective, book: Pull, t, x, u, pulling):
-    """Evaluate the global objective at ``x`` in round ``t``: the regret f* - f(x) is added and
-    recorded at the checkpoints, and the reward (noise.reward of the run's noise model, from the
-    round's uniforms ``u``, as noise.observe draws them) is returned with the updated bookkeeping.
-    Nothing is recorded unless ``pulling`` (round T + 1 only selects)."""
+    """Evaluate the global objective at ``x`` in round ``t``: the regret f* - f(x) is added, the
+    best-so-far regret updated, both recorded at the checkpoints, and the reward (noise.reward of the
+    run's noise model, from the round's uniforms ``u``, as noise.observe draws them) is returned with
+    the updated bookkeeping.  Nothing is recorded unless ``pulling`` (round T + 1 only selects)."""
     f = objective.global_value(x).astype(x.dtype)
     kind = static.noise_kind
     scale = params.noise_scale
     r = noise.reward(kind, scale, scale ** 2 if kind == "gaussian" else None, f, u[0], u[1])
     flags = book.flags | jnp.where(pulling, noise.value_flags(kind, f, jnp.bool_(True), f_star=objective.f_star), 0)
-    regret = jnp.where(pulling, book.regret + (jnp.asarray(objective.f_star, x.dtype) - f), book.regret)
-    curve, cursor = _record(static.checkpoint_rounds, book, t, regret)
+    gap = jnp.asarray(objective.f_star, x.dtype) - f
+    regret = jnp.where(pulling, book.regret + gap, book.regret)
+    best = checkpoints.best_step(book.best, t, gap, book.goals, pulling)
+    curve, best_curve, cursor = _record(static.checkpoint_rounds, book, t, regret, best.value)
     points = book.points
     if static.trace:
         points = jnp.where(pulling, jax.lax.dynamic_update_slice(points, x[None], (t - 1, jnp.zeros_like(t))), points)
-    return r, Pull(regret, curve, cursor, flags, points)
+    return r, book._replace(regret=regret, curve=curve, cursor=cursor, flags=flags, points=points, best=best,
+                            best_curve=best_curve)
 
 
 # ---------------------------------------------------------------- the driver
@@ -699,10 +707,13 @@ class Output(NamedTuple):
     recommendation: jax.Array  # (D,) the policy's recommendation (default: PyXAB's get_last_point)
     nodes: jax.Array           # () int32 rows of the node table in use
     depth: jax.Array           # () int32 deepest node
+    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
+    hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
+    target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
     points: jax.Array          # (T, D) the pulled points when the static asks for a trace, else (0, D)
 
 
-METRICS = ("recommendation", "nodes", "depth")
+METRICS = ("recommendation", "nodes", "depth", "best_curve", "hits", "target_scale")
 
 CHUNK = 256
 
@@ -806,7 +817,9 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
     zero = lambda s: jnp.zeros(s.shape, s.dtype)
     last = Last(jax.tree.map(zero, shape), jnp.zeros((), spec.dtype), jnp.zeros((), spec.dtype),
                 jnp.zeros((spec.dim,), spec.dtype))
-    book = start_pulls(len(static.checkpoint_rounds), spec.dim, static.horizon if static.trace else 0, spec.dtype)
+    scale = checkpoints.target_scale(objective, spec.dtype)
+    book = start_pulls(len(static.checkpoint_rounds), spec.dim, static.horizon if static.trace else 0, spec.dtype,
+                       scale)
 
     def update(t, s: State, active) -> State:
         table, extra, overflow = policy.update(static, params, s.table, s.extra, s.last, t, active)
@@ -831,9 +844,11 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
     size, height = state.table.size, state.table.height
     if static.instances > 1:
         size, height = jnp.sum(size), jnp.max(height)
-    return Output(curve=final_curve(static.checkpoint_rounds, state.book), final_regret=state.book.regret,
+    rounds, book = static.checkpoint_rounds, state.book
+    return Output(curve=final_curve(rounds, book.curve), final_regret=book.regret,
                   flags=flags, recommendation=policy.recommend(static, params, state.table, state.extra, state.last),
-                  nodes=size, depth=height, points=state.book.points)
+                  nodes=size, depth=height, best_curve=final_curve(rounds, book.best_curve), hits=book.best.hits,
+                  target_scale=scale, points=book.points)
 
 
 def algorithm(name: str, config_type, make_static: Callable, make_params: Callable, policy: TreePolicy,

@@ -1,0 +1,64 @@
+"""The best-so-far regret and the fixed-target hit rounds (fedpne_jax.core.checkpoints), recomputed
+in NumPy from the points a run evaluated: f* - max_{s<=t} f(x_s) at the checkpoints, the targets
+scale x 10^e (e = 2, 1.8, .., -8) with scale = f* - f(centre of the box), and the first round at
+which the best-so-far regret reaches each target (0: never)."""
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+from fedpne_jax.algorithms.trees import doo, hct, hoo, soo
+from fedpne_jax.core import checkpoints
+from tests.support import reference
+from tests.support.helpers import traced_tree_run
+
+T = 300
+EXPONENTS = np.linspace(2.0, -8.0, 51)
+
+
+def best_so_far(points, f_star):
+    """(best-so-far regret per round, in float64) of the evaluated points under Garland."""
+    gaps = f_star - reference.garland(np.asarray(points, np.float64))
+    return np.minimum.accumulate(gaps)
+
+
+def first_hits(best, goals):
+    """Round (1-based) at which ``best`` first reaches each goal, 0 if never."""
+    reached = best[None, :] <= goals[:, None]
+    return np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, 0)
+
+
+@pytest.mark.parametrize("module", [hct, hoo, doo, soo], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_tree_measures_equal_numpy_over_the_evaluated_points(module, garland):
+    config = fp.make_config(module.ALGORITHM.name, horizon=T, checkpoints=12, noise="gaussian:0.3")
+    out, _ = traced_tree_run(module, config, garland, seeds=[0, 1, 2])
+    f_star = garland.f_star
+    scale = f_star - reference.garland(np.array([0.5]))
+    np.testing.assert_allclose(out.target_scale, scale, rtol=1e-6)
+    goals = scale * 10.0 ** EXPONENTS
+    rounds = np.asarray(config.checkpoint_rounds)
+    for i in range(3):
+        best = best_so_far(out.points[i], f_star)
+        np.testing.assert_allclose(out.best_curve[i], best[rounds - 1], rtol=1e-5, atol=1e-7)
+        # float32 against float64: a goal within rounding of a best-so-far value may land either way
+        near = np.isclose(goals[:, None], best[None, :], rtol=1e-5, atol=1e-9).any(axis=1)
+        np.testing.assert_array_equal(out.hits[i][~near], first_hits(best, goals)[~near])
+        assert out.hits[i][0] == 1 and np.any(out.hits[i] == 0)   # the easiest at once, the hardest never
+
+
+def test_results_carry_the_measures_per_seed():
+    config = fp.make_config("hct", horizon=T, checkpoints=12, noise="gaussian:0.3")
+    res = fp.run(config, "garland", seeds=3)
+    assert res.best_curve.shape == (3, 12) and res.hits.shape == (3, checkpoints.TARGET_EXPONENTS.size)
+    assert np.all(np.diff(res.best_curve, axis=1) <= 0)                 # never gets worse
+    # the smallest regret of the first t rounds is at most their mean
+    assert np.all(res.best_curve <= res.curves / res.checkpoints + 1e-6)
+    hit = res.hits > 0
+    assert np.all(np.diff(np.where(hit, res.hits, T + 1), axis=1) >= 0)  # harder targets are reached later
+    stored = res.to_dict()["per_seed"]
+    assert np.asarray(stored["hits"]).shape == (3, 51) and len(stored["best_curve"]) == 3
+
+
+def test_targets_follow_coco_defaults():
+    assert checkpoints.TARGET_EXPONENTS.size == 51
+    np.testing.assert_allclose(checkpoints.TARGET_EXPONENTS[[0, 5, 50]], [2.0, 1.0, -8.0])
+    np.testing.assert_allclose(np.diff(checkpoints.TARGET_EXPONENTS), -0.2)
