@@ -13,10 +13,10 @@ import pytest
 import fedpne_jax as fp
 from fedpne_jax.algorithms.arms import arm_grid as arms
 from fedpne_jax.algorithms.arms.fed1ucb import ALGORITHM, Fed1UCBConfig
-from fedpne_jax.core import executor
+from fedpne_jax.core import checkpoints, executor
 from fedpne_jax.core.errors import FLAG_NONFINITE, FLAG_RANGE, ObjectiveError
 from tests.support import reference_fed1ucb as ref
-from tests.support.helpers import make, reference_problem, two_sample_z
+from tests.support.helpers import make, reference_problem, target_hits, two_sample_z
 
 M = 3
 # One compiled program serves the exact, noisy, alone and error tests: T, the noise scale and sigma are
@@ -71,7 +71,7 @@ def test_grid_matches_reference():
 @pytest.mark.parametrize("horizon", [600, 3000, 170])
 def test_noise_free_equals_reference(garland, horizon):
     """Same arms pulled in every round (T = 600, a checkpoint per round), same eliminations, phases,
-    uploads, recommendation.  T = 3000 commits to one arm, T = 170 cuts the second phase (T is data:
+    uploads, recommendation, best-so-far regret and target rounds.  T = 3000 commits to one arm, T = 170 cuts the second phase (T is data:
     600 and 3000 share one compiled program; 170 has a checkpoint per round too, as C <= T)."""
     config = EXACT.replace(horizon=horizon, checkpoints=min(EXACT.checkpoints, horizon))
     out = engine(config, garland, np.arange(SEEDS))
@@ -84,6 +84,10 @@ def test_noise_free_equals_reference(garland, horizon):
         gaps = prob.f_star - prob.f(ref.grid(offsets_of(seed, 1), prob.lo, prob.hi, k))
         cum = np.cumsum(gaps[r.pulled])
         np.testing.assert_allclose(out.curve[i], cum[checks - 1], rtol=2e-5, atol=2e-5)
+        best = np.minimum.accumulate(gaps[r.pulled])            # best-so-far regret and its target rounds
+        np.testing.assert_allclose(out.best_curve[i], best[checks - 1], rtol=1e-5, atol=1e-6)
+        hits, near = target_hits(best, out.target_scale[i] * 10.0 ** checkpoints.TARGET_EXPONENTS)
+        np.testing.assert_array_equal(out.hits[i][~near], hits[~near])
         if horizon == config.checkpoints:        # a checkpoint every round: the regret of every pull
             np.testing.assert_allclose(np.diff(out.curve[i], prepend=0.0), gaps[r.pulled], rtol=0, atol=1e-4)
         np.testing.assert_array_equal(out.eliminated[i], r.eliminated)

@@ -13,9 +13,9 @@ import fedpne_jax as fp
 from fedpne_jax.algorithms.arms import arm_grid as arms
 from fedpne_jax.algorithms.arms import fnucb
 from fedpne_jax.algorithms.arms.fnucb import FNUCBConfig
-from fedpne_jax.core import executor
+from fedpne_jax.core import checkpoints, executor
 from tests.support import reference_fed1ucb as ref_arms
-from tests.support.helpers import make, reference_problem
+from tests.support.helpers import make, reference_problem, target_hits
 
 M = 3
 CONFIG = FNUCBConfig(num_clients=M, horizon=300, noise="gaussian:0.1", arms=10, alpha_ramp=20, checkpoints=300)
@@ -246,6 +246,14 @@ def test_first_rounds_match_numpy_fnucb(garland, batch):
     per_round = np.diff(batch.curves[seed], prepend=0.0)[:COMPARED_ROUNDS]
     np.testing.assert_allclose(per_round, gaps[chosen[:, 0]], rtol=0, atol=2e-4)
     assert len(set(chosen[:, 0].tolist())) > 1
+    # The best-so-far regret of those rounds, and the rounds at which it reached its targets.
+    best = np.minimum.accumulate(gaps[chosen[:, 0]])
+    early = batch.checkpoints <= COMPARED_ROUNDS
+    np.testing.assert_allclose(batch.best_curve[seed][early], best[batch.checkpoints[early] - 1], rtol=1e-5, atol=1e-6)
+    hits, near = target_hits(best, batch.target_scale[seed] * 10.0 ** checkpoints.TARGET_EXPONENTS)
+    got = np.where((batch.hits[seed] == 0) | (batch.hits[seed] > COMPARED_ROUNDS), 0, batch.hits[seed])
+    np.testing.assert_array_equal(got[~near], hits[~near])
+    assert hits[0] == 1 and np.any(hits == 0)
 
 
 def test_regret_sublinear_on_garland(batch):

@@ -26,6 +26,7 @@ def record(curve, checkpoint_rounds, t, regret):
 # COCO's default targets: 10^2 .. 10^-8, five per decade (51), times the objective's scale.
 TARGET_EXPONENTS = np.linspace(2.0, -8.0, 51)
 NOT_REACHED = 0               # a hit round of 0: the target was not reached within T (rounds start at 1)
+MEASURES = ("best_curve", "hits", "target_scale")      # the metrics these add to an algorithm's result
 
 
 class Best(NamedTuple):
@@ -60,3 +61,10 @@ def best_step(best: Best, t, gap, goals, active=True) -> Best:
     value = jnp.where(active, jnp.minimum(best.value, gap), best.value)
     hits = jnp.where((best.hits == NOT_REACHED) & (value <= goals), jnp.asarray(t, jnp.int32), best.hits)
     return Best(value, hits)
+
+
+def record_best(best: Best, curve, checkpoint_rounds, t, gap, goals):
+    """:func:`best_step` for round t, its value written into ``curve`` at the checkpoints equal to t
+    (:func:`record`): the per-round bookkeeping of an algorithm that records its regret the same way."""
+    best = best_step(best, t, gap, goals)
+    return best, record(curve, checkpoint_rounds, t, best.value)

@@ -87,3 +87,14 @@ def pyxab_run(algo, objective, T: int):
             points.append(x)
             algo.receive_reward(t, float(objective.value(np.asarray(x, np.float64))))
     return np.asarray(points), algo.get_last_point()
+
+
+def target_hits(best, goals, rtol=1e-5):
+    """(first round, 1-based, at which the per-round best-so-far regret ``best`` reaches each goal,
+    0 if never; the goals within ``rtol`` of some value of ``best``, where float32 and float64 may
+    land either way)."""
+    best, goals = np.asarray(best, np.float64), np.asarray(goals, np.float64)
+    reached = best[None, :] <= goals[:, None]
+    hits = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, 0)
+    near = np.isclose(goals[:, None], best[None, :], rtol=rtol, atol=1e-9).any(axis=1)
+    return hits, near

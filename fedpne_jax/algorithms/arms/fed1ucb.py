@@ -53,7 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.algorithms.arms import arm_grid as arm_grid
-from fedpne_jax.core import counters
+from fedpne_jax.core import checkpoints, counters
 from fedpne_jax.core import pulls as pulls_lib
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
@@ -138,6 +138,9 @@ class Outputs(NamedTuple):
     phases: jax.Array
     uploads: jax.Array
     arms_left: jax.Array
+    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
+    hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
+    target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
     recommendation: jax.Array
     eliminated: jax.Array          # (K,) int32: the phase that eliminated each arm (0: never); tests read it
 
@@ -204,6 +207,8 @@ class _State(NamedTuple):
     t: jax.Array            # rounds done
     regret: jax.Array       # R(t) (per client)
     curve: jax.Array        # (C,)
+    best: checkpoints.Best
+    best_curve: jax.Array   # (C,)
     active: jax.Array       # (K,) bool
     means: jax.Array        # (K, M) clients' running means over all completed phases
     server: jax.Array       # (K,) server means (of the active arms) after the last completed phase
@@ -216,6 +221,8 @@ class _State(NamedTuple):
 def run_single(static: Static, params: Params, objective, key) -> Outputs:
     points, values, local = arm_grid.run_arms(key, objective, static.per_dim)
     gap = jnp.float32(objective.f_star) - values
+    scale = checkpoints.target_scale(objective, jnp.float32)
+    goals = checkpoints.targets(scale)
     T, f, cps = params.horizon, params.pulls, params.checkpoint_rounds
     noise_key = jax.random.fold_in(key, NOISE_STREAM)
     K, M = static.num_arms, static.num_clients
@@ -248,6 +255,18 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         inside = (cps > s.t) & (cps <= end)
         curve = jnp.where(inside, s.regret + regret_until(cps), s.curve)
         regret = s.regret + regret_until(end)
+
+        # Best-so-far: the smallest gap of the blocks begun by round r (a min, exact in any order).
+        firsts = jax.lax.cummin(jnp.where(jnp.arange(K) < count, gap_rank, jnp.inf))
+
+        def best_until(r):
+            return jnp.minimum(s.best.value, firsts[jnp.minimum((jnp.clip(r - s.t, 1, end - s.t) - 1) // f, K - 1)])
+
+        begun = (end - s.t + f - 1) // f
+        first = jnp.sum(firsts[:, None] > goals[None, :], axis=0, dtype=jnp.int32)      # (51,) block reaching it
+        hits = jnp.where((s.best.hits == checkpoints.NOT_REACHED) & (first < begun), s.t + first * f + 1, s.best.hits)
+        so_far = checkpoints.Best(best_until(end), hits)
+        best_curve = jnp.where(inside, best_until(cps), s.best_curve)
         started = jnp.arange(width) * f < end - s.t                     # blocks that began before the end
         pulled = s.pulled.at[order].max(started, mode="drop")
 
@@ -259,12 +278,14 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         bound = jnp.sqrt(params.bound / (p * f).astype(server.dtype))
         best = jnp.max(jnp.where(s.active, server, -jnp.inf))
         keep = jnp.where(complete, s.active & ~(server + bound < best - bound), s.active)
-        return _State(t=end, regret=regret, curve=curve, active=keep, means=means, server=server,
+        return _State(t=end, regret=regret, curve=curve, best=so_far, best_curve=best_curve, active=keep, means=means,
+                      server=server,
                       phases=jnp.where(complete, p, s.phases),
                       uploads=jnp.where(complete, s.uploads + M * count, s.uploads), pulled=pulled,
                       eliminated=jnp.where(s.active & ~keep, p, s.eliminated))
 
     init = _State(t=jnp.int32(0), regret=jnp.float32(0.0), curve=jnp.zeros(cps.shape, jnp.float32),
+                  best=checkpoints.best_start(jnp.float32), best_curve=jnp.zeros(cps.shape, jnp.float32),
                   active=jnp.ones(K, bool), means=jnp.zeros((K, M), jnp.float32),
                   server=jnp.zeros(K, jnp.float32), phases=jnp.int32(0), uploads=jnp.int32(0),
                   pulled=jnp.zeros(K, bool), eliminated=jnp.zeros(K, jnp.int32))
@@ -277,15 +298,19 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
     tail = lambda r: s.regret + jnp.where(r > s.t, (r - s.t).astype(jnp.float32) * gap[last], 0.0)
     curve = jnp.where(cps > s.t, tail(cps), s.curve)
     final = tail(T)
+    committed_best = checkpoints.best_step(s.best, s.t + 1, gap[last], goals, committed)
+    best_curve = jnp.where(cps > s.t, committed_best.value, s.best_curve)
     pulled = s.pulled | (committed & (jnp.arange(K) == last))
     best = jnp.argmax(jnp.where(s.active, s.server, -jnp.inf))
     return Outputs(curve=curve, final_regret=final,
                    flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
                    phases=s.phases, uploads=s.uploads, arms_left=jnp.sum(s.active, dtype=jnp.int32),
-                   recommendation=points[best], eliminated=s.eliminated)
+                   recommendation=points[best], eliminated=s.eliminated, best_curve=best_curve,
+                   hits=committed_best.hits, target_scale=scale)
 
 
 ALGORITHM = Algorithm(name="fed1ucb", config_type=Fed1UCBConfig, make_static=make_static,
                       make_params=make_params, run_single=run_single,
-                      metrics=("phases", "uploads", "arms_left", "recommendation"), federated=True, check=check,
+                      metrics=("phases", "uploads", "arms_left", "recommendation") + checkpoints.MEASURES,
+                      federated=True, check=check,
                       styles=(("fed1ucb", Style("Fed1-UCB", "#2ca02c", "^")),))

@@ -155,6 +155,9 @@ class Outputs(NamedTuple):
     phases: jax.Array
     recommendation: jax.Array
     arms_pulled: jax.Array
+    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
+    hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
+    target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
 
 
 def check(config: FNUCBConfig, objective) -> None:
@@ -319,12 +322,16 @@ class _State(NamedTuple):
     pulls: jax.Array       # (K,) int32
     regret: jax.Array
     curve: jax.Array
+    best: checkpoints.Best
+    best_curve: jax.Array
 
 
 def run_single(static: Static, params: Params, objective, key) -> Outputs:
     points, values, local = arm_grid.run_arms(key, objective, static.per_dim)
     X = arm_grid.unit(points, objective.lo, objective.hi)
     gap = jnp.float32(objective.f_star) - values
+    scale = checkpoints.target_scale(objective, jnp.float32)
+    goals = checkpoints.targets(scale)
     K, M = static.num_arms, static.num_clients
     theta0 = init_net(jax.random.fold_in(key, INIT_STREAM), static.dim, static.width)
     w0 = features(theta0, X) / exact_sqrt(params.lam)
@@ -359,24 +366,30 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         nets, agg_values = jax.lax.cond(in_history & (n % static.train_every == 0), trained,
                                         lambda: (s.nets, s.agg_values))
         regret = s.regret + gap[k]
+        best, best_curve = checkpoints.record_best(s.best, s.best_curve, params.checkpoint_rounds, t + 1, gap[k], goals)
         return _State(w=w, b=b, nets=nets, agg_values=agg_values, counts=counts, sums=sums,
                       pulls=s.pulls.at[k].add(1), regret=regret,
-                      curve=checkpoints.record(s.curve, params.checkpoint_rounds, t + 1, regret))
+                      curve=checkpoints.record(s.curve, params.checkpoint_rounds, t + 1, regret), best=best,
+                      best_curve=best_curve)
 
     init = _State(w=jnp.stack([w0, w0]), b=jnp.zeros(w0.shape[1], jnp.float32),
                   nets=jax.tree.map(lambda x: jnp.broadcast_to(x, (M,) + x.shape), theta0),
                   agg_values=forward(theta0, X), counts=jnp.zeros(K, jnp.float32),
                   sums=jnp.zeros((M, K), jnp.float32), pulls=jnp.zeros(K, jnp.int32),
-                  regret=jnp.float32(0.0), curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32))
+                  regret=jnp.float32(0.0), curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32),
+                  best=checkpoints.best_start(jnp.float32),
+                  best_curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32))
     s = jax.lax.fori_loop(0, static.horizon, round_, init)
     pulled = s.pulls > 0
     return Outputs(curve=s.curve, final_regret=s.regret,
                    flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
                    phases=jnp.int32(static.horizon), recommendation=points[jnp.argmax(s.pulls)],
-                   arms_pulled=jnp.sum(pulled, dtype=jnp.int32))
+                   arms_pulled=jnp.sum(pulled, dtype=jnp.int32), best_curve=s.best_curve, hits=s.best.hits,
+                   target_scale=scale)
 
 
 ALGORITHM = Algorithm(name="fnucb", config_type=FNUCBConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=("phases", "recommendation", "arms_pulled"), federated=True,
+                      run_single=run_single, metrics=("phases", "recommendation", "arms_pulled") + checkpoints.MEASURES,
+                      federated=True,
                       check=check,
                       styles=(("fnucb", Style("FN-UCB", "#bcbd22", "<")),))

@@ -320,6 +320,9 @@ class Outputs(NamedTuple):
     flags: jax.Array             # () int32
     recommendation: jax.Array    # (D,) the recommended candidate
     distinct: jax.Array          # () int32: how many distinct candidates were evaluated
+    best_curve: jax.Array        # (C,) best-so-far regret at the checkpoints (over every pick of a round)
+    hits: jax.Array              # (51,) int32 first round the best-so-far regret reached each target, 0: not
+    target_scale: jax.Array      # () the targets' scale (checkpoints.target_scale)
     choices: jax.Array           # (trace,) or (trace, M) int32 candidate indices, -1 past T
 
 
@@ -330,6 +333,8 @@ class _Carry(NamedTuple):
     observed: Any                # (K, B) bool: candidate evaluated by pick slot b
     regret: Any                  # (total, compensation)
     curve: Any
+    best: Any                    # checkpoints.Best
+    best_curve: Any
     choices: Any
 
 
@@ -346,6 +351,8 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
     f_global = objective.value(points).astype(jnp.float32)          # (K,)
     rewards = reward_values(objective, points).astype(jnp.float32)  # (K, B)
     gaps = jnp.float32(objective.f_star) - f_global
+    scale = checkpoints.target_scale(objective, jnp.float32)
+    goals = checkpoints.targets(scale)
     lam = policy.noise_var(params)
     n_noise, n_policy = noise_words(B), policy.num_words(static)
     slots = jnp.arange(B, dtype=jnp.int32)
@@ -378,18 +385,22 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
         mean, extra = learn(0, (carry.mean, extra)) if B == 1 else jax.lax.fori_loop(0, B, learn, (carry.mean, extra))
         regret = compensated_add(carry.regret, gaps[js[0]] if B == 1 else pairwise_mean(gaps[js]))
         curve = checkpoints.record(carry.curve, params.checkpoint_rounds, t, regret[0])
+        best, best_curve = checkpoints.record_best(carry.best, carry.best_curve, params.checkpoint_rounds, t,
+                                                   gaps[js[0]] if B == 1 else jnp.min(gaps[js]), goals)
         choices = carry.choices
         if static.trace:
             row = jnp.minimum(t - 1, static.trace - 1)
             chosen = js if B > 1 else js[0]
             choices = choices.at[row].set(jnp.where(t <= static.trace, chosen, choices[row]))
-        return _Carry(mean, cov, extra, carry.observed.at[js, slots].set(True), regret, curve, choices)
+        return _Carry(mean, cov, extra, carry.observed.at[js, slots].set(True), regret, curve, best, best_curve,
+                      choices)
 
     kmat = kernel(static.kernel, squared_distances(static, unit), params.lengthscale)
     trace_shape = (static.trace,) if B == 1 else (static.trace, B)
     carry = _Carry(mean=jnp.zeros((K,), jnp.float32), cov=kmat, extra=policy.init(static, params),
                    observed=jnp.zeros((K, B), bool), regret=(jnp.float32(0.0), jnp.float32(0.0)),
                    curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
+                   best=checkpoints.best_start(jnp.float32), best_curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
                    choices=jnp.full(trace_shape, -1, jnp.int32))
     carry = jax.lax.fori_loop(jnp.int32(1), params.horizon + 1, round_, carry)
 
@@ -399,7 +410,7 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
     best = policy.recommend(params, Model(carry.mean, carry.cov, any_obs), carry.extra)
     return Outputs(curve=carry.curve, final_regret=carry.regret[0], flags=flags.astype(jnp.int32),
                    recommendation=points[best], distinct=jnp.sum(any_obs.astype(jnp.int32)),
-                   choices=carry.choices)
+                   best_curve=carry.best_curve, hits=carry.best.hits, target_scale=scale, choices=carry.choices)
 
 
 def global_rewards(objective, points):
@@ -412,4 +423,4 @@ def local_rewards(objective, points):
     return objective.local_values(points)
 
 
-METRICS = ("recommendation", "distinct", "choices")
+METRICS = ("recommendation", "distinct", "choices") + checkpoints.MEASURES

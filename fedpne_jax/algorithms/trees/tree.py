@@ -713,7 +713,7 @@ class Output(NamedTuple):
     points: jax.Array          # (T, D) the pulled points when the static asks for a trace, else (0, D)
 
 
-METRICS = ("recommendation", "nodes", "depth", "best_curve", "hits", "target_scale")
+METRICS = ("recommendation", "nodes", "depth") + checkpoints.MEASURES
 
 CHUNK = 256
 
