@@ -10,7 +10,7 @@ import pytest
 import fedpne_jax as fp
 import objectives
 from fedpne_jax.algorithms import BUILTIN
-from fedpne_jax.core import executor, registry
+from fedpne_jax.core import checkpoints, executor, registry
 from fedpne_jax.core.portability import processor_dependent_ops
 from tests.support.contract import COMMON_BAD, CONTRACT, M
 
@@ -54,6 +54,23 @@ def test_run_by_name_and_curve_shape(algorithm, batches):
     assert np.all(res.final_regret > 0) and len(set(res.final_regret.tolist())) > 1
     for metric in registry.get(algorithm).metrics:
         assert getattr(res, metric).shape[0] == SEEDS
+    _check_measures(res)
+
+
+def _check_measures(res):
+    """Best-so-far regret: never rises, is at most the mean regret per round so far (a smallest gap
+    is at most the mean gap), and reaches each target exactly from its hit round on."""
+    assert set(checkpoints.MEASURES) <= set(res.metrics)
+    best, hits = res.best_curve, res.hits
+    assert best.shape == res.curves.shape and hits.shape == (SEEDS, checkpoints.TARGET_EXPONENTS.size)
+    assert np.all(np.diff(best, axis=1) <= 0)
+    assert np.all(best <= res.curves / res.checkpoints * (1 + 1e-5) + 1e-6)
+    goals = res.target_scale[:, None] * 10.0 ** checkpoints.TARGET_EXPONENTS
+    reached = best[:, :, None] <= goals[:, None, :]                        # (S, C, targets)
+    after = (hits[:, None, :] > 0) & (res.checkpoints[None, :, None] >= hits[:, None, :])
+    decided = ~np.isclose(best[:, :, None], goals[:, None, :], rtol=1e-6)
+    assert np.array_equal(reached[decided], after[decided])
+    assert np.all(hits[:, 0] >= 1)          # 100 times the first point's regret: reached at once or soon
 
 
 def test_program_has_no_processor_dependent_operation(algorithm, batches):

@@ -29,6 +29,12 @@ def _compare(res, i, ref):
     np.testing.assert_allclose(res.final_regret[i], ref.final_regret, rtol=RTOL)
     np.testing.assert_allclose(res.curves[i], ref.curve, rtol=RTOL, atol=1e-6)
     assert res.curves[i, -1] == pytest.approx(res.final_regret[i], rel=1e-6)
+    # best-so-far regret over the pulled centres, and the rounds it reaches COCO's targets
+    np.testing.assert_allclose(res.target_scale[i], ref.target_scale, rtol=1e-6)
+    np.testing.assert_allclose(res.best_curve[i], ref.best_curve, rtol=RTOL, atol=1e-6)
+    goals = ref.target_scale * 10.0 ** np.linspace(2.0, -8.0, 51)
+    near = np.isclose(goals[:, None], ref.gaps[None, :], rtol=1e-5, atol=1e-9).any(axis=1)
+    np.testing.assert_array_equal(res.hits[i][~near], ref.hits[~near])
 
 
 @pytest.mark.parametrize("name,dim,M,T,k,rho", CASES)

@@ -104,6 +104,12 @@ class RefResult:
     uploads: int
     depth: int
     recommendation: np.ndarray
+    # Centre pulls only (None with uniform points): f* - f(box centre), the best-so-far regret at the
+    # checkpoints, and the first round it reaches each target scale x 10^e, e = 2, 1.8, .., -8 (0: never).
+    target_scale: float | None = None
+    best_curve: np.ndarray | None = None
+    hits: np.ndarray | None = None
+    gaps: np.ndarray | None = None          # every pulled node's gap, in pull order
 
 
 def _client_means_per_pull(local, n, noise, sigma, var, rng):
@@ -234,4 +240,13 @@ def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c
             cum = np.concatenate([[0.0], np.cumsum(per_round)])
             curve += cum[np.clip(rounds - start, 0, per_round.size)]
             final += cum[-1]
-    return RefResult(float(final), curve, phases, uploads, depth, np.asarray(rec))
+    scale = best_curve = hits = gaps = None
+    if pull == "centre":
+        gaps = np.array([g for _, _, g in blocks])
+        gap0 = prob.f_star - float(prob.f((prob.lo + prob.hi) / 2))
+        scale = gap0 if gap0 > 0 else 1.0
+        goals = scale * 10.0 ** np.linspace(2.0, -8.0, 51)
+        best_curve = np.array([min((g for s, _, g in blocks if s < r), default=np.inf) for r in rounds])
+        hits = np.array([min((s + 1 for s, _, g in blocks if g <= goal), default=0) for goal in goals])
+    return RefResult(float(final), curve, phases, uploads, depth, np.asarray(rec), scale, best_curve, hits,
+                     gaps)

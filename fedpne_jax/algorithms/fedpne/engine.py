@@ -18,7 +18,7 @@ from fedpne_jax.algorithms.fedpne import evaluation, plan
 from fedpne_jax.algorithms.fedpne import phase as phase_lib
 from fedpne_jax.algorithms.fedpne.config import FedPNEConfig
 from fedpne_jax.algorithms.fedpne.plan import Params, Static, Tables
-from fedpne_jax.core import executor
+from fedpne_jax.core import checkpoints, executor
 from fedpne_jax.core.errors import raise_for_objective
 
 
@@ -32,12 +32,16 @@ class RunOutput(NamedTuple):
     max_active: jax.Array
     flags: jax.Array
     evaluations: jax.Array     # (4,) objective evaluations (evaluation.counts); not a reported metric
+    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints (NaN with uniform points)
+    hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
+    target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
 
 
 def run_single(static: Static, params: Params, objective, key) -> RunOutput:
     """One seed of Fed-PNE: phases until round T (or until a flag stops the run)."""
     partition_key, sample_key = run_keys(key)
-    state = phase_lib.init_state(static, objective, partition_key)
+    scale = checkpoints.target_scale(objective, static.float_dtype)
+    state = phase_lib.init_state(static, objective, partition_key, scale)
 
     def body(s):
         s = phase_lib.expand_until_ready(static, params, s)
@@ -46,7 +50,8 @@ def run_single(static: Static, params: Params, objective, key) -> RunOutput:
 
     state = jax.lax.while_loop(lambda s: (s.t < static.horizon) & (s.flags == 0), body, state)
     return RunOutput(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
-                     state.recommendation, state.max_active, state.flags, state.evaluations)
+                     state.recommendation, state.max_active, state.flags, state.evaluations, state.best_curve,
+                     state.best.hits, scale)
 
 
 def run_keys(key):
@@ -54,7 +59,7 @@ def run_keys(key):
     return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
 
-METRICS = ("phases", "uploads", "depth", "recommendation", "max_active")
+METRICS = ("phases", "uploads", "depth", "recommendation", "max_active") + checkpoints.MEASURES
 
 
 def report(config: FedPNEConfig, sizes: Tables, out: RunOutput) -> tuple[str, dict, dict]:
@@ -66,7 +71,9 @@ def report(config: FedPNEConfig, sizes: Tables, out: RunOutput) -> tuple[str, di
                    uploads=np.asarray(out.uploads, np.int64) * config.num_clients,
                    depth=np.asarray(out.depth, np.int64),
                    recommendation=np.asarray(out.recommendation, np.float64),
-                   max_active=np.asarray(out.max_active, np.int64))
+                   max_active=np.asarray(out.max_active, np.int64),
+                   best_curve=np.asarray(out.best_curve, np.float64), hits=np.asarray(out.hits, np.int64),
+                   target_scale=np.asarray(out.target_scale, np.float64))
     return ("dp-fedpne" if config.dp else "fedpne"), resolved, metrics
 
 

@@ -33,6 +33,9 @@ class RunState(NamedTuple):
     t: jax.Array               # rounds completed
     regret: jax.Array          # per-client average cumulative regret R(t) / M
     curve: jax.Array           # (C,) R / M at the checkpoint rounds
+    best: checkpoints.Best     # best-so-far regret (over every client's pulls) and its target rounds
+    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoint rounds
+    goals: jax.Array           # (51,) the targets (checkpoints.targets)
     phases: jax.Array          # phases whose estimates were uploaded
     uploads: jax.Array         # sum over uploaded phases of |K^p| (scalars per client)
     depth_pulled: jax.Array    # depth of the last phase that pulled
@@ -42,14 +45,25 @@ class RunState(NamedTuple):
     evaluations: jax.Array     # (4,) int32 objective evaluations so far (see evaluation.py)
 
 
-def init_state(static: Static, objective, partition_key) -> RunState:
+def best_recorded(static: Static) -> bool:
+    """Whether runs record the best-so-far regret: with uniform points in the cells every pull has its
+    own value, which the per-block sums of the explicit sampler do not keep in order."""
+    return static.pull != "uniform"
+
+
+def init_state(static: Static, objective, partition_key, scale) -> RunState:
     table = partition.root(static, partition_key)
     dt = static.float_dtype
     centre = 0.5 * (jnp.asarray(objective.lo, dt) + jnp.asarray(objective.hi, dt))
     zero = jnp.int32(0)
+    best = checkpoints.best_start(dt)
+    if not best_recorded(static):
+        best = checkpoints.Best(jnp.asarray(jnp.nan, dt), jnp.full_like(best.hits, -1))
     return RunState(table=table, depth=zero, survivors=jnp.zeros((static.capacity,), bool),
                     pending=jnp.array(False), t=zero, regret=jnp.zeros((), dt),
-                    curve=jnp.zeros((static.checkpoints,), dt), phases=zero, uploads=zero,
+                    curve=jnp.zeros((static.checkpoints,), dt), best=best,
+                    best_curve=jnp.full((static.checkpoints,), jnp.nan if not best_recorded(static) else 0.0, dt),
+                    goals=checkpoints.targets(scale), phases=zero, uploads=zero,
                     depth_pulled=zero, recommendation=centre, max_active=jnp.int32(1), flags=zero,
                     evaluations=jnp.zeros((4,), jnp.int32))
 
@@ -126,6 +140,8 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     prefix = jax.lax.optimization_barrier(jnp.concatenate([jnp.zeros((1,), static.float_dtype),
                                                            jnp.cumsum(est.regret)]))
     curve = jnp.where(in_phase, state.regret + prefix[jc] + est.partial, state.curve)
+    so_far, best_curve = (_best_so_far(static, state, est.gap, pulls, n, t, t_end, in_phase, jc, part)
+                          if best_recorded(static) else (state.best, state.best_curve))
 
     # Server (Algorithm 2, lines 11-15).  A cut phase uploads nothing and eliminates nothing; the run
     # ends with it.
@@ -139,6 +155,8 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
         t=t_end,
         regret=state.regret + prefix[-1],
         curve=curve,
+        best=so_far,
+        best_curve=best_curve,
         phases=state.phases + complete.astype(jnp.int32),
         uploads=state.uploads + jnp.where(complete, table.count, 0),
         depth_pulled=h,
@@ -146,3 +164,19 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
         flags=state.flags | est.flags,
         evaluations=state.evaluations + est.evaluated,
     )
+
+
+def _best_so_far(static: Static, state: RunState, gap, pulls, n, t, t_end, in_phase, jc, part):
+    """(best-so-far state, curve) after a phase whose row j is pulled at its centre, gap ``gap[j]``,
+    in rounds t + j n + 1 .. t + (j + 1) n: by round r the rows begun are 0 .. (r - t - 1) // n, and
+    the best is the smallest gap among them (a running min, exact in any order).  Checkpoint c falls
+    in row jc_c, or at the end of row jc_c - 1 when part_c = 0.  The first row reaching a target is
+    found by bisection: the running min never increases."""
+    firsts = jax.lax.cummin(gap)                                           # (cap,), inf past the pulled rows
+    at = jnp.clip(jnp.where(part > 0, jc, jc - 1), 0, static.capacity - 1)
+    best_curve = jnp.where(in_phase, jnp.minimum(state.best.value, firsts[at]), state.best_curve)
+    first = jnp.searchsorted(-firsts, -state.goals, side="left").astype(jnp.int32)   # rows above each target
+    begun = jnp.sum(pulls > 0, dtype=jnp.int32)
+    hits = jnp.where((state.best.hits == checkpoints.NOT_REACHED) & (first < begun), t + first * n + 1,
+                     state.best.hits)
+    return checkpoints.Best(jnp.minimum(state.best.value, firsts[-1]), hits), best_curve

@@ -43,6 +43,7 @@ class Estimate(NamedTuple):
     partial: jax.Array    # (C,) regret of the first part_c pulls of node jc_c
     flags: jax.Array      # () int32
     evaluated: jax.Array  # (4,) int32 objective evaluations, in the units of evaluation.py
+    gap: jax.Array        # (cap,) f* - f at the node's centre, inf where not pulled; NaN with uniform points
 
 
 def _gauss_var(static: Static, params: Params):
@@ -92,14 +93,16 @@ def _client_mean(static: Static, params: Params, value, n, successes, z):
 
 
 def _centre_regret(static, objective, g, pulls, jc, part):
-    """(regret per node, partial regret per checkpoint, flags) of pulls at the node centres, whose
-    global values are ``g``: n pulls of a node cost n times its gap, with no per-pull work."""
+    """(regret per node, partial regret per checkpoint, flags, gap per pulled node) of pulls at the
+    node centres, whose global values are ``g``: n pulls of a node cost n times its gap, with no
+    per-pull work."""
     gap = objective.f_star - g
     regret = jnp.where(pulls > 0, gap * pulls.astype(gap.dtype), 0.0)
     row = jnp.minimum(jc, static.capacity - 1)
     # Gathered from a materialised gap: fused, the objective would be evaluated again per checkpoint.
     partial = jnp.where(part > 0, jax.lax.optimization_barrier(gap)[row] * part.astype(gap.dtype), 0.0)
-    return regret, partial, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star)
+    return regret, partial, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star), \
+        jnp.where(pulls > 0, gap, jnp.inf)
 
 
 def _pulled_rows(pulls):
@@ -120,13 +123,13 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     aggregate = static.sampling == "aggregate"
     values, evaluated = _centre_values(static, objective, x, pulls, local=not aggregate)
     g = values[0]
-    regret, partial, flags = _centre_regret(static, objective, g, pulls, jc, part)
+    regret, partial, flags, gap = _centre_regret(static, objective, g, pulls, jc, part)
     dt = static.float_dtype
     if aggregate:
         scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
         noise = _row_draws(static, phase_key, lambda key: jax.random.normal(key, (ROW_BLOCK,), dt)) \
             if _has_gauss(static) else 0.0
-        return Estimate(g + scale * noise, regret, partial, flags, evaluated)
+        return Estimate(g + scale * noise, regret, partial, flags, evaluated, gap)
 
     M = static.num_clients
     local = values[1]                                                    # (cap, M)
@@ -144,7 +147,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     else:
         z = jnp.zeros_like(local)
     client_means = jax.vmap(jax.vmap(lambda v, b, zz: _client_mean(static, params, v, n, b, zz)))(local, successes, z)
-    return Estimate(pairwise_mean(client_means), regret, partial, flags, evaluated)
+    return Estimate(pairwise_mean(client_means), regret, partial, flags, evaluated, gap)
 
 
 def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
@@ -166,10 +169,10 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
 
     if not uniform_points:
         (g, local_c), evaluated = _centre_values(static, objective, centre, pulls, local=True)   # (cap,), (cap, M)
-        regret, partial, flags = _centre_regret(static, objective, g, pulls, jc, part)
+        regret, partial, flags, gap = _centre_regret(static, objective, g, pulls, jc, part)
         flags = flags | _value_flags(static, local_c, (pulls > 0)[:, None])
         if words == 0:                       # no noise: every reward is the value itself
-            return Estimate(pairwise_mean(local_c), regret, partial, flags, evaluated)
+            return Estimate(pairwise_mean(local_c), regret, partial, flags, evaluated, gap)
 
         def block(j, b):
             lanes = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # 4 x (words, M, P/4)
@@ -181,7 +184,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         counts = jnp.maximum(pulls, 1).astype(dt)
         # The clients' mean sum, then one division, kept apart: dividing each client's sum first (or
         # letting XLA fold the two divisions) compiles to other last bits than the eager run.
-        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags, evaluated)
+        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags, evaluated, gap)
 
     clients = jnp.arange(M, dtype=jnp.int32)
 
@@ -210,7 +213,9 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         rows, blocks, block, (jnp.zeros((M,), dt), zero), jnp.zeros(part.shape, dt), cap)
     counts = jnp.maximum(pulls, 1).astype(dt)
     evaluated = jnp.stack([jnp.int32(0), jnp.int32(0), rows * blocks, jnp.int32(0)])      # row_sums' trips
-    return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags, evaluated)   # (as above)
+    # Uniform points: the best-so-far regret would need every pull's value in order; not recorded.
+    gap = jnp.full((cap,), jnp.nan, dt)
+    return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags, evaluated, gap)   # (as above)
 
 
 def estimate(static: Static, params: Params, objective, table, centre, pulls, n, phase_key, jc, part,
