@@ -263,7 +263,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
             return jnp.minimum(s.best.value, firsts[jnp.minimum((jnp.clip(r - s.t, 1, end - s.t) - 1) // f, K - 1)])
 
         begun = (end - s.t + f - 1) // f
-        first = jnp.sum(firsts[:, None] > goals[None, :], axis=0, dtype=jnp.int32)      # (51,) block reaching it
+        first = jnp.searchsorted(-firsts, -goals, side="left").astype(jnp.int32)     # (51,) block reaching it
         hits = jnp.where((s.best.hits == checkpoints.NOT_REACHED) & (first < begun), s.t + first * f + 1, s.best.hits)
         so_far = checkpoints.Best(best_until(end), hits)
         best_curve = jnp.where(inside, best_until(cps), s.best_curve)
