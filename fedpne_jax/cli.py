@@ -23,6 +23,7 @@ from fedpne_jax.core.run import run
 from fedpne_jax.core.validation import is_seed, is_seed_count
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
+from fedpne_jax.experiments.report import report
 from fedpne_jax.experiments.runner import run_sweep
 from fedpne_jax.paper import figures
 from fedpne_jax.paper.plot import plot_results
@@ -45,6 +46,7 @@ INTERRUPTED = {
     "sweep": "interrupted; finished chunks are kept, rerun the same command to resume",
     "reproduce": "interrupted; finished chunks are kept, rerun the same command to resume",
     "plot": "interrupted",
+    "report": "interrupted; files already written are complete",
 }
 FALLBACK = "fedpne-result-{stamp}.json"     # where a finished run goes when --output cannot be written
 
@@ -198,6 +200,34 @@ def _plot_parser(sub):
     return p
 
 
+def _report_parser(sub):
+    p = sub.add_parser("report", help="benchmark report of run results and sweep folders: fixed-budget and "
+                                      "fixed-target tables (ERT), runtime ECDFs, ranks, win rates, REPORT.md",
+                       formatter_class=_Defaults)
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
+    p.add_argument("--out", default="report", help="folder to write (created if missing)")
+    p.add_argument("--budgets", type=_int_list, default=None,
+                   help="rounds of the fixed-budget table, e.g. 100,1000 (default: the checkpoints about 10 %%, "
+                        "50 %% and 100 %% of the way through the shortest run)")
+    p.add_argument("--no-plots", action="store_true", help="tables and REPORT.md only (no matplotlib needed)")
+    return p
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected rounds separated by commas, e.g. 100,1000, got {text!r}") from None
+    return values
+
+
+def cmd_report(args) -> int:
+    check_output_folder("--out", args.out)
+    written = report(args.results, args.out, budgets=args.budgets, plots=not args.no_plots)
+    print(f"wrote {len(written)} files to {args.out}; start with {written['REPORT.md']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX",
                                      epilog=f"exit status: 0 done; {EXIT_ERROR} invalid input, or an output that "
@@ -208,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     _sweep_parser(sub)
     _reproduce_parser(sub)
     _plot_parser(sub)
+    _report_parser(sub)
     return parser
 
 
@@ -547,7 +578,8 @@ def main(argv=None) -> int:
     try:
         if getattr(args, "distributed", False):
             sharding.initialize(args.coordinator, args.num_processes, args.process_id)
-        commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot}
+        commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot,
+                    "report": cmd_report}
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return commands[args.command](args)

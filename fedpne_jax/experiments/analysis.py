@@ -1,0 +1,230 @@
+"""Benchmark analyses of finished runs, as COCO and IOHanalyzer define them: fixed-budget quantiles,
+fixed-target expected running times and success rates, runtime ECDFs, ranks and win rates.
+
+Every algorithm records, per run, its cumulative regret and its best-so-far regret
+f* - max_{s<=t} f(x_s) at the checkpoint rounds, and the first round at which the best-so-far regret
+reached each of COCO's 51 targets scale x 10^e, e = 2, 1.8, .., -8 (fedpne_jax.core.checkpoints;
+scale = f* - f(centre of the box)).  Budgets and running times are counted in **rounds**; a
+federated algorithm evaluates the objective M times a round (one pull per client), so its tables
+give **evaluations** = M x rounds as well.
+
+* ERT (COCO's expected running time) of a target: the evaluations (rounds) of every run until it
+  reached the target, or of the whole run when it did not, summed over the runs and divided by the
+  number of runs that reached it (inf when none did).
+* Runtime ECDF: at budget b, the fraction of (run, target) pairs whose target was reached within b
+  rounds, over the 51 targets (COCO's "fraction of (function, target) pairs").
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+import numpy as np
+
+from fedpne_jax.core import checkpoints as checkpoints_lib
+from fedpne_jax.core import registry
+from fedpne_jax.experiments.load import load_sweep
+
+QUANTILES = (0.1, 0.5, 0.9)
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One configuration's finished runs."""
+
+    label: str                   # distinct among the entries of a report
+    algorithm: str
+    problem: str                 # objective name and dimension, e.g. "garland-1d"
+    per_round: int               # objective evaluations per round (M for a federated algorithm)
+    horizon: int
+    checkpoints: np.ndarray      # (C,) rounds
+    curves: np.ndarray           # (S, C) cumulative regret (per client for federated algorithms)
+    best: np.ndarray             # (S, C) best-so-far regret
+    hits: np.ndarray             # (S, 51) first round reaching each target, 0: not reached
+    scale: np.ndarray            # (S,) the targets' scale
+    source: str
+
+    @property
+    def runs(self) -> int:
+        return int(self.curves.shape[0])
+
+    @property
+    def targets(self) -> np.ndarray:
+        """(51,) the targets (the scale is the objective's, the same in every run)."""
+        return float(self.scale[0]) * 10.0 ** checkpoints_lib.TARGET_EXPONENTS
+
+
+def _problem(config: dict) -> str:
+    return f"{config.get('objective', '?')}-{config.get('dim', '?')}d"
+
+
+def _measures(per_seed: dict, where: str) -> tuple:
+    missing = [m for m in checkpoints_lib.MEASURES if m not in per_seed]
+    if missing:
+        raise ValueError(f"{where!r} has no {', '.join(missing)}: it was written before the best-so-far "
+                         f"regret was recorded; rerun it")
+    return (np.asarray(per_seed["best_curve"], float), np.asarray(per_seed["hits"], np.int64),
+            np.asarray(per_seed["target_scale"], float))
+
+
+def _run_entry(path: str) -> Entry:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except ValueError as err:
+        raise ValueError(f"{path!r} is not a JSON file ({err}); give a 'fedpne run --output' file or a sweep "
+                         f"folder") from None
+    if not isinstance(data, dict) or not isinstance(data.get("per_seed"), dict) or "config" not in data:
+        raise ValueError(f"{path!r} is not a result of 'fedpne run --output' (no per_seed/config)")
+    config, algorithm = data["config"], data["algorithm"]
+    best, hits, scale = _measures(data["per_seed"], path)
+    return Entry(label=registry.label(algorithm), algorithm=algorithm, problem=_problem(config),
+                 per_round=int(config.get("num_clients", 1)), horizon=int(config["horizon"]),
+                 checkpoints=np.asarray(data["checkpoints"], np.int64),
+                 curves=np.asarray(data["per_seed"]["curves"], float), best=best, hits=hits, scale=scale,
+                 source=path)
+
+
+def _sweep_entries(path: str) -> list[Entry]:
+    res = load_sweep(path, allow_partial=True)
+    out = []
+    varied = [k for k in sorted({k for c in res.configs for k in c})
+              if k not in ("algorithm", "objective") and len({repr(c.get(k)) for c in res.configs}) > 1]
+    for i, labels in enumerate(res.configs):
+        done = res.done[i]
+        if not done.any():
+            continue
+        resolved, algorithm = res.resolved[i], res.algorithms[i] or labels["algorithm"]
+        metrics = {m: res.metrics[m][i][done] for m in checkpoints_lib.MEASURES if m in res.metrics}
+        best, hits, scale = _measures(metrics, path)
+        extra = ", ".join(f"{k}={labels[k]}" for k in varied if labels.get(k) is not None)
+        out.append(Entry(label=registry.label(algorithm) + (f" ({extra})" if extra else ""), algorithm=algorithm,
+                         problem=_problem(resolved), per_round=int(resolved.get("num_clients", 1)),
+                         horizon=int(resolved["horizon"]), checkpoints=np.asarray(res.checkpoints[i], np.int64),
+                         curves=res.curves[i][done], best=best, hits=hits, scale=scale, source=path))
+    return out
+
+
+def load(paths) -> list[Entry]:
+    """The entries of run JSON files and sweep folders; labels made distinct per problem (the source
+    file's name appended where two coincide)."""
+    entries: list[Entry] = []
+    for path in paths:
+        if os.path.isdir(path):
+            entries += _sweep_entries(path)
+        elif os.path.isfile(path):
+            entries.append(_run_entry(path))
+        else:
+            raise ValueError(f"{path!r} is neither a run result (JSON file) nor a sweep folder")
+    if not entries:
+        raise ValueError("nothing to report: the results hold no finished runs")
+    seen: dict = {}
+    for e in entries:
+        seen.setdefault((e.problem, e.label), []).append(e)
+    out = []
+    for e in entries:
+        twins = seen[(e.problem, e.label)]
+        if len(twins) > 1:
+            e = dataclasses.replace(e, label=f"{e.label} [{os.path.basename(os.path.normpath(e.source))}]")
+        out.append(e)
+    return out
+
+
+def ert(hits: np.ndarray, horizon: int) -> np.ndarray:
+    """(targets,) COCO's expected running time in rounds: over runs, the rounds until the target was
+    reached (its hit round) or the whole horizon when it was not, summed, over the successes."""
+    hits = np.asarray(hits, np.int64)
+    reached = hits > 0
+    spent = np.where(reached, hits, horizon).sum(axis=0).astype(float)
+    successes = reached.sum(axis=0)
+    with np.errstate(divide="ignore"):
+        return np.where(successes > 0, spent / np.maximum(successes, 1), math.inf)
+
+
+def success_rate(hits: np.ndarray) -> np.ndarray:
+    return (np.asarray(hits) > 0).mean(axis=0)
+
+
+def ecdf(hits: np.ndarray, budgets) -> np.ndarray:
+    """(B,) the fraction of (run, target) pairs reached within each budget of ``budgets`` (rounds)."""
+    hits = np.asarray(hits, np.int64).reshape(-1)
+    reached = np.sort(hits[hits > 0])
+    return np.searchsorted(reached, np.asarray(budgets), side="right") / hits.size
+
+
+def at_budget(entry: Entry, budget: int) -> int:
+    """Index of the last checkpoint at or before ``budget`` rounds (ValueError if there is none)."""
+    i = int(np.searchsorted(entry.checkpoints, budget, side="right")) - 1
+    if i < 0:
+        raise ValueError(f"budget {budget}: {entry.label} on {entry.problem} has no checkpoint at or before it "
+                         f"(its first is round {int(entry.checkpoints[0])})")
+    return i
+
+
+def fixed_budget(entry: Entry, budgets) -> list[dict]:
+    """Rows of quantiles (10, 50, 90 %) of best-so-far and cumulative regret at each budget (the last
+    checkpoint at or before it)."""
+    rows = []
+    for budget in budgets:
+        i = at_budget(entry, budget)
+        row = {"problem": entry.problem, "entry": entry.label, "budget_rounds": int(budget),
+               "checkpoint_round": int(entry.checkpoints[i]), "evaluations": int(entry.checkpoints[i]) * entry.per_round,
+               "runs": entry.runs}
+        for name, values in (("best_so_far", entry.best[:, i]), ("cumulative", entry.curves[:, i])):
+            for q, v in zip(QUANTILES, np.quantile(values, QUANTILES)):
+                row[f"{name}_q{int(q * 100)}"] = float(v)
+        rows.append(row)
+    return rows
+
+
+def fixed_target(entry: Entry) -> list[dict]:
+    """Per target: ERT in rounds and evaluations, successes and success rate."""
+    times, rates = ert(entry.hits, entry.horizon), success_rate(entry.hits)
+    return [{"problem": entry.problem, "entry": entry.label, "target_index": j, "target_exponent": float(e),
+             "target": float(target), "ert_rounds": float(times[j]), "ert_evaluations": float(times[j]) * entry.per_round,
+             "successes": int((entry.hits[:, j] > 0).sum()), "runs": entry.runs, "success_rate": float(rates[j])}
+            for j, (e, target) in enumerate(zip(checkpoints_lib.TARGET_EXPONENTS, entry.targets))]
+
+
+def final_best(entry: Entry) -> np.ndarray:
+    """(S,) each run's best-so-far regret at its horizon."""
+    return entry.best[:, -1]
+
+
+def ranks(entries: list[Entry]) -> dict:
+    """Per problem, each entry's rank by median final best-so-far regret (1 = best; ties share the
+    mean rank), and the mean rank over the problems each entry ran on."""
+    per_problem: dict = {}
+    for problem in sorted({e.problem for e in entries}):
+        group = [e for e in entries if e.problem == problem]
+        medians = np.array([np.median(final_best(e)) for e in group])
+        order = np.argsort(np.argsort(medians, kind="stable"), kind="stable").astype(float) + 1
+        for value in np.unique(medians):                   # ties: the mean of their ranks
+            order[medians == value] = order[medians == value].mean()
+        per_problem[problem] = {e.label: float(r) for e, r in zip(group, order)}
+    labels = list(dict.fromkeys(e.label for e in entries))
+    mean = {label: float(np.mean([r[label] for r in per_problem.values() if label in r])) for label in labels}
+    return {"per_problem": per_problem, "mean": mean}
+
+
+def win_rates(entries: list[Entry]) -> tuple[list[str], np.ndarray]:
+    """(labels, W): W[a, b] is the probability that a run of a ends with a smaller best-so-far regret
+    than a run of b on the same problem (ties count one half), averaged over the problems both ran
+    on; NaN where they share none."""
+    labels = list(dict.fromkeys(e.label for e in entries))
+    n = len(labels)
+    total, count = np.zeros((n, n)), np.zeros((n, n))
+    for problem in {e.problem for e in entries}:
+        group = {e.label: final_best(e) for e in entries if e.problem == problem}
+        for a, x in group.items():
+            for b, y in group.items():
+                if a == b:
+                    continue
+                i, j = labels.index(a), labels.index(b)
+                less = (x[:, None] < y[None, :]).mean() + 0.5 * (x[:, None] == y[None, :]).mean()
+                total[i, j] += less
+                count[i, j] += 1
+    with np.errstate(invalid="ignore"):
+        return labels, np.where(count > 0, total / np.maximum(count, 1), np.nan)

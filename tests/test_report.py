@@ -1,0 +1,118 @@
+"""``fedpne report`` / ``fp.report`` (fedpne_jax/experiments/report.py, analysis.py): ERT, success
+rates, runtime ECDFs, ranks and win rates against hand-computed cases; a report over run files and a
+sweep whose tables equal the runs' own numbers, with every file REPORT.md names; clear errors."""
+import csv
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+from fedpne_jax import cli
+from fedpne_jax.experiments import analysis
+
+T = 200
+
+
+def test_ert_and_success_rate_by_hand():
+    # three runs, two targets; 0 = not reached within T = 20 rounds
+    hits = np.array([[3, 0], [5, 10], [0, 0]])
+    np.testing.assert_allclose(analysis.ert(hits, 20), [(3 + 5 + 20) / 2, (20 + 10 + 20) / 1])
+    np.testing.assert_allclose(analysis.success_rate(hits), [2 / 3, 1 / 3])
+    assert analysis.ert(np.zeros((4, 1), int), 20)[0] == math.inf
+
+
+def test_runtime_ecdf_by_hand():
+    hits = np.array([[3, 0], [5, 10], [0, 0]])              # six (run, target) pairs
+    np.testing.assert_allclose(analysis.ecdf(hits, [1, 3, 4, 5, 10, 20]), [0, 1 / 6, 1 / 6, 2 / 6, 3 / 6, 3 / 6])
+
+
+def _entry(label, problem, final):
+    final = np.asarray(final, float)
+    return analysis.Entry(label=label, algorithm=label.lower(), problem=problem, per_round=1, horizon=10,
+                          checkpoints=np.array([5, 10]), curves=np.ones((final.size, 2)),
+                          best=np.stack([final + 1, final], 1), hits=np.zeros((final.size, 51), int),
+                          scale=np.ones(final.size), source="x")
+
+
+def test_ranks_and_win_rates_by_hand():
+    entries = [_entry("A", "p", [1, 2]), _entry("B", "p", [2, 3]), _entry("A", "q", [5, 5]), _entry("B", "q", [4, 4])]
+    ranks = analysis.ranks(entries)
+    assert ranks["per_problem"] == {"p": {"A": 1.0, "B": 2.0}, "q": {"A": 2.0, "B": 1.0}}
+    assert ranks["mean"] == {"A": 1.5, "B": 1.5}
+    labels, wins = analysis.win_rates(entries)
+    # p: A beats B in (1<2, 1<3, 2=2 half, 2<3) = 3.5 of 4; q: A never.  Averaged over the two problems.
+    assert labels == ["A", "B"]
+    np.testing.assert_allclose(wins, [[np.nan, (0.875 + 0) / 2], [(0.125 + 1) / 2, np.nan]])
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("report-inputs")
+    runs = {}
+    for name in ("hct", "doo"):
+        res = fp.run(fp.make_config(name, horizon=T, checkpoints=10), "garland", seeds=8)
+        res.write_json(folder / f"{name}.json")
+        runs[name] = res
+    sweep = folder / "sweep"
+    fp.run_sweep({"objectives": ["garland"], "algorithms": ["soo"], "horizon": [T], "seeds": 6,
+                  "params": {"checkpoints": 10}, "soo": {"grid": {"h_max": [20, 30]}}}, str(sweep), progress=False)
+    return folder, runs, sweep
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_report_tables_equal_the_runs(inputs, tmp_path):
+    folder, runs, sweep = inputs
+    out = tmp_path / "report"
+    written = fp.report([str(folder / "hct.json"), str(folder / "doo.json"), str(sweep)], str(out),
+                        budgets=[100, T])
+    assert set(written) == {"fixed_budget.csv", "fixed_target.csv", "ecdf.csv", "ranks.csv", "win_rates.csv",
+                            "ecdf.png", "curves.png", "REPORT.md"}
+    target = [r for r in _rows(out / "fixed_target.csv") if r["entry"] == "HCT"]
+    hits = runs["hct"].hits
+    assert len(target) == 51
+    for r in target:
+        j = int(r["target_index"])
+        reached = hits[:, j] > 0
+        want = np.where(reached, hits[:, j], T).sum() / reached.sum() if reached.any() else math.inf
+        assert float(r["ert_rounds"]) == pytest.approx(want)
+        assert float(r["success_rate"]) == pytest.approx(reached.mean())
+    budget = [r for r in _rows(out / "fixed_budget.csv") if r["entry"] == "DOO"]
+    i = list(runs["doo"].checkpoints).index(100)
+    assert [int(r["checkpoint_round"]) for r in budget] == [100, T]
+    assert float(budget[0]["best_so_far_q50"]) == pytest.approx(np.median(runs["doo"].best_curve[:, i]))
+    assert float(budget[1]["cumulative_q90"]) == pytest.approx(np.quantile(runs["doo"].curves[:, -1], 0.9))
+    entries = {r["entry"] for r in _rows(out / "ranks.csv")}
+    assert {"HCT", "DOO", "SOO (h_max=20)", "SOO (h_max=30)"} <= entries       # the sweep's grid, told apart
+    text = (out / "REPORT.md").read_text()
+    for name in written:
+        if name != "REPORT.md":
+            assert f"]({name})" in text and os.path.getsize(written[name]) > 0
+    from PIL import Image
+    with Image.open(written["ecdf.png"]) as image:
+        assert image.info["dpi"][0] == pytest.approx(300, abs=1) and image.size[0] == 2100
+
+
+def test_command_line_report_and_its_errors(inputs, tmp_path, capsys):
+    folder, _, _ = inputs
+    out = tmp_path / "r"
+    assert cli.main(["report", str(folder / "hct.json"), "--out", str(out), "--no-plots"]) == 0
+    assert (out / "REPORT.md").exists() and not (out / "ecdf.png").exists()
+    capsys.readouterr()
+    old = tmp_path / "old.json"
+    data = json.loads((folder / "hct.json").read_text())
+    del data["per_seed"]["hits"]
+    old.write_text(json.dumps(data))
+    cases = [([str(tmp_path / "missing.json")], "neither a run result"),
+             ([str(folder / "hct.json"), "--budgets", "5"], "budget 5: HCT on garland-1d has no checkpoint"),
+             ([str(old)], "has no hits: it was written before the best-so-far regret was recorded")]
+    for argv, message in cases:
+        assert cli.main(["report"] + argv + ["--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
