@@ -578,6 +578,12 @@ def main(argv=None) -> int:
     try:
         if getattr(args, "distributed", False):
             sharding.initialize(args.coordinator, args.num_processes, args.process_id)
+        else:
+            stray = [f"--{name.replace('_', '-')}" for name in ("coordinator", "num_processes", "process_id")
+                     if getattr(args, name, None) is not None]
+            if stray:
+                raise ValueError(f"{', '.join(stray)} without --distributed would be ignored; add --distributed "
+                                 f"or leave {'them' if len(stray) > 1 else 'it'} out")
         commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot,
                     "report": cmd_report}
         with warnings.catch_warnings():

@@ -65,6 +65,7 @@ import numpy as np
 
 from objectives.errors import ObjectiveError
 from objectives.objective import Objective, check_mean, probe_points
+from objectives.validation import is_real
 
 
 class PythonObjectiveError(ObjectiveError):
@@ -280,8 +281,19 @@ def stats(objective, reset: bool = False) -> dict:
     return out
 
 
+def _bound(name: str, side: str, value) -> np.ndarray:
+    """A side of the box as a 1-D float64 array: a real number or a flat sequence of them (strings,
+    booleans and nested sequences are refused, naming the side, rather than converted)."""
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    bad = [v for v in items if not is_real(v)]
+    if bad or not items:
+        got = f"an element {bad[0]!r:.40} ({type(bad[0]).__name__})" if bad else "an empty sequence"
+        raise TypeError(f"objective {name!r}: {side} must be a real number or a sequence of real numbers, got {got}")
+    return np.atleast_1d(np.asarray(value, np.float64))
+
+
 def _box(name: str, lo, hi) -> tuple[tuple, tuple]:
-    lo_a, hi_a = np.atleast_1d(np.asarray(lo, np.float64)), np.atleast_1d(np.asarray(hi, np.float64))
+    lo_a, hi_a = _bound(name, "lo", lo), _bound(name, "hi", hi)
     if lo_a.ndim != 1 or hi_a.ndim != 1:
         raise ValueError(f"objective {name!r}: lo and hi must be numbers or 1-D sequences, got lo={lo!r}, hi={hi!r}")
     # A number is the same bound in every dimension; two sequences of different lengths are a
@@ -326,7 +338,11 @@ def _build(fn, lo, hi, f_star, name, num_clients, local_fn, dtype, probe, unique
         raise TypeError(f"objective {name!r}: local_fn must be callable or None, got {type(local_fn).__name__}")
     lo, hi = _box(name, lo, hi)
     if dtype is not None:
-        dtype = np.dtype(dtype)
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"objective {name!r}: dtype must be a floating dtype (np.float32, 'float64') or None, "
+                            f"got {dtype!r:.60}") from None
         if dtype.kind != "f":
             raise ValueError(f"objective {name!r}: dtype must be a floating dtype or None, got {dtype}")
     if isinstance(f_star, (np.floating, np.integer)):

@@ -21,7 +21,7 @@ import jax
 from objectives import bbob, covid, digits, landmine, landmine_sklearn, synthetic
 from objectives.heterogeneity import HETEROGENEITIES, heterogeneous_parts, heterogeneous_parts_on_base
 from objectives.objective import Objective
-from objectives.validation import check_seed, is_int
+from objectives.validation import MAX_CLIENTS, check_seed, is_int
 
 # The real objectives' clients differ by construction (their own data / region), so they have their
 # own heterogeneity kinds: 'intrinsic' (client m's own objective) and 'none' (every client sees the
@@ -402,6 +402,8 @@ def _from_entry_point(name: str) -> None:
 
 def spec(name: str) -> ObjectiveSpec:
     """The registry entry of ``name`` (synthetic, real, BBOB, or registered from outside)."""
+    if not isinstance(name, str):
+        raise TypeError(f"objective name must be a string such as 'garland', got {type(name).__name__} {name!r:.60}")
     if isinstance(name, str) and name not in OBJECTIVES:
         _from_entry_point(name)
     if name not in OBJECTIVES:
@@ -455,7 +457,7 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
     """
     s = spec(name)
     # NumPy integers are accepted wherever Python ones are, and become Python ints here.
-    if not is_int(num_clients) or num_clients < 1:
-        raise ValueError(f"num_clients must be an integer >= 1, got {num_clients!r}")
+    if not is_int(num_clients) or not 1 <= num_clients <= MAX_CLIENTS:
+        raise ValueError(f"num_clients must be an integer in [1, 2^20], got {num_clients!r}")
     seed = check_seed(seed)
     return s.build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance)

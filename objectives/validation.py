@@ -14,6 +14,8 @@ import numpy as np
 # The largest int32: the top of the seed range make_objective accepts, named so the bound and its
 # check are one definition.
 SEED_MAX = 2**31 - 1
+# The most clients any configuration accepts (an objective's per-client data is built on the host).
+MAX_CLIENTS = 2**20
 
 
 def is_int(value) -> bool:

@@ -302,3 +302,16 @@ def test_complete_sweep_statistics_equal_numpy(sweep_out):
     np.testing.assert_array_equal(res.mean, np.nanmean(res.final_regret, axis=1))
     np.testing.assert_array_equal(res.curve_mean, np.nanmean(res.curves, axis=1))
     np.testing.assert_allclose(res.std, res.final_regret.std(axis=1, ddof=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seeds", [b"ab", "01", {1: 2}, {3, 4}])
+def test_seeds_that_would_iterate_into_indices_are_refused(seeds):
+    with pytest.raises(ValueError, match="seeds must be a count"):
+        fp.run(fp.make_config("hct", horizon=10, checkpoints=2), "garland", seeds=seeds)
+
+
+def test_multi_host_options_without_distributed_are_refused(capsys):
+    from fedpne_jax import cli
+    assert cli.main(["run", "--process-id", "1", "--num-processes", "2", "--horizon", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "--num-processes, --process-id without --distributed would be ignored" in err and "Traceback" not in err

@@ -11,11 +11,11 @@ import math
 
 from fedpne_jax.core import checkpoints
 from fedpne_jax.core.validation import check_int
+from objectives.validation import MAX_CLIENTS as MAX_CLIENTS
 
 NOISE_KINDS = ("gaussian", "bernoulli", "uniform", "none")
 DEFAULT_NOISE_SCALE = 0.1
 MAX_HORIZON = 2**31 - 2**17   # rounds are int32; n_h <= T + 1 and pull indices up to T + a chunk fit
-MAX_CLIENTS = 2**20
 MAX_NOISE_SCALE = 1e18        # its square must be a float32
 PRECISIONS = ("float32", "float64")   # of the points, values and regret of the tree algorithms
 

@@ -271,6 +271,10 @@ def seed_ids(seeds, distinct: bool = True) -> np.ndarray:
         if count > MAX_SEEDS:
             raise ValueError(f"seeds must be at most 2^31 (seed indices are int32), got {count}")
         return np.arange(count, dtype=np.int64)
+    if isinstance(seeds, (str, bytes, bytearray, dict, set, frozenset)):
+        # each would iterate into "seed indices" (characters, byte values, keys, an unordered set)
+        raise ValueError(f"seeds must be a count >= 1 or a list of seed indices, got {type(seeds).__name__} "
+                         f"{seeds!r:.60}")
     try:
         ids = np.asarray(list(seeds))
     except TypeError:

@@ -146,6 +146,8 @@ def load_sweep(path: str | os.PathLike, allow_partial: bool = False) -> SweepRes
     one raises SweepError naming its file, or with ``allow_partial`` counts as missing.  A missing or
     damaged index.json is rebuilt in memory from the chunks that verify (rerunning the sweep writes it
     again)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a results folder (a str or os.PathLike), got {type(path).__name__} {path!r:.60}")
     path = os.fspath(path)
     sweep_file = os.path.join(path, SWEEP_FILE)
     if not os.path.exists(sweep_file):

@@ -208,11 +208,9 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
 
     start_time = time.perf_counter()
     sweep = sweep_lib.load(definition)
-    if memory_gb is not None and not memory_gb > 0:
-        raise sweep_lib.SweepError(f"memory_gb must be > 0, got {memory_gb!r}")
+    budget = runs.memory_budget(memory_gb)
     if chunk_runs is not None and (not is_int(chunk_runs) or chunk_runs < 1):
         raise sweep_lib.SweepError(f"chunk_runs must be a positive integer, got {chunk_runs!r}")
-    budget = int((executor.DEFAULT_MEMORY_GB if memory_gb is None else memory_gb) * 2**30)
     selected = sharding.select_devices(devices)
     writer = jax.process_index() == 0
     if writer:

@@ -232,6 +232,9 @@ def normalise(raw: dict) -> dict:
                 raise SweepError(f"sweep: the table {name!r} may hold only 'params' and 'grid', got {table!r}")
             per_algorithm[name] = {"params": _table(table, "params", f"{name}."),
                                    "grid": _grid(table, f"{name}.")}
+    _fixed_or_swept("", _table(raw, "params"), _grid(raw))
+    for name, table in per_algorithm.items():
+        _fixed_or_swept(f"{name}.", table["params"], table["grid"])
     out = {
         "format": FORMAT,
         "objectives": objective_list,
@@ -412,11 +415,32 @@ def from_options(objectives=None, algorithms=None, clients=None, horizon=None, s
                 raise SweepError(f"{given[key]} and {option} {item} both set {key}; give it once (a fixed value "
                                  f"with --param, or the values to sweep with --grid)")
             given[key] = f"{option} {item}"
+            # An option overrides the file's key, fixed or swept at the top level; a file's algorithm
+            # table would override the option for its algorithm, so that is refused.
+            for name, table in raw.items():
+                if isinstance(table, dict) and {"params", "grid"} & set(table) and name not in ("params", "grid") \
+                        and any(key in (table.get(part) or {}) for part in ("params", "grid")):
+                    raise SweepError(f"{option} {item} and the file's table {name!r} both set {key}; set it in one "
+                                     f"place")
+            params, grid_ = dict(raw.get("params") or {}), dict(raw.get("grid") or {})
             if option == "--param":
-                raw.setdefault("params", {})[key] = _parse(value)
+                params[key] = _parse(value)
+                grid_.pop(key, None)
             else:
-                raw.setdefault("grid", {})[key] = [_parse(v) for v in value.split(",")]
+                grid_[key] = [_parse(v) for v in value.split(",")]
+                params.pop(key, None)
+            raw["params"], raw["grid"] = params, grid_
     return raw
+
+
+def _fixed_or_swept(prefix: str, params: dict, grid: dict) -> None:
+    """A key both fixed and swept in one table is refused: either silently winning would hide a
+    mistake.  (A table of an algorithm may sweep what the top-level params fix: the more specific
+    table wins for that algorithm.)"""
+    both = sorted(set(params) & set(grid))
+    if both:
+        raise SweepError(f"sweep: {prefix}params and {prefix}grid both set {both[0]}; give it once (a fixed value "
+                         f"in params, or the values to sweep in grid)")
 
 
 def _parse(text: str):
