@@ -26,6 +26,7 @@ from fedpne_jax.core.result import RunResult
 from fedpne_jax.core.run import run, run_grid
 from fedpne_jax.core.sharding import set_default_devices, use_devices
 from fedpne_jax.core.version import __version__
+from fedpne_jax.experiments.export import export
 from fedpne_jax.experiments.load import SweepResults, load_sweep
 from fedpne_jax.experiments.report import report
 from fedpne_jax.experiments.runner import run_sweep
@@ -33,6 +34,6 @@ from fedpne_jax.experiments.sweep import SweepError
 
 __all__ = ["ALGORITHMS", "register", "load_plugin", "Algorithm", "BaselineConfig", "Style", "PluginError",
            "make_config", "FedPNEConfig", "run", "run_grid", "grid_product", "RunResult",
-           "run_sweep", "load_sweep", "SweepResults", "report", "CapacityError", "ObjectiveError", "SweepError", "MissingExtra",
+           "run_sweep", "load_sweep", "SweepResults", "report", "export", "CapacityError", "ObjectiveError", "SweepError", "MissingExtra",
            "DegenerateRunWarning", "LARGE_TABLE",
            "set_default_devices", "use_devices", "__version__"]

@@ -22,6 +22,7 @@ from fedpne_jax.core.files import WriteError
 from fedpne_jax.core.run import run
 from fedpne_jax.core.validation import is_seed, is_seed_count
 from fedpne_jax.experiments import sweep as sweep_lib
+from fedpne_jax.experiments.export import FORMATS, export
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.report import report
 from fedpne_jax.experiments.runner import run_sweep
@@ -47,6 +48,7 @@ INTERRUPTED = {
     "reproduce": "interrupted; finished chunks are kept, rerun the same command to resume",
     "plot": "interrupted",
     "report": "interrupted; files already written are complete",
+    "export": "interrupted; nothing was written",
 }
 FALLBACK = "fedpne-result-{stamp}.json"     # where a finished run goes when --output cannot be written
 
@@ -221,6 +223,23 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+def _export_parser(sub):
+    p = sub.add_parser("export", help="run results and sweep folders as one tidy CSV: a row per (configuration, "
+                                      "seed, checkpoint)", formatter_class=_Defaults)
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
+    p.add_argument("--format", default="csv", choices=FORMATS, help="the file's format")
+    p.add_argument("--out", default="runs.csv", help="file to write ('-': standard output)")
+    return p
+
+
+def cmd_export(args) -> int:
+    check_output_file("--out", args.out)
+    rows = export(args.results, args.out, fmt=args.format)
+    if args.out != "-":
+        print(f"wrote {rows:,} rows to {args.out}")
+    return 0
+
+
 def cmd_report(args) -> int:
     check_output_folder("--out", args.out)
     written = report(args.results, args.out, budgets=args.budgets, plots=not args.no_plots)
@@ -239,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     _reproduce_parser(sub)
     _plot_parser(sub)
     _report_parser(sub)
+    _export_parser(sub)
     return parser
 
 
@@ -585,7 +605,7 @@ def main(argv=None) -> int:
                 raise ValueError(f"{', '.join(stray)} without --distributed would be ignored; add --distributed "
                                  f"or leave {'them' if len(stray) > 1 else 'it'} out")
         commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot,
-                    "report": cmd_report}
+                    "report": cmd_report, "export": cmd_export}
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return commands[args.command](args)

@@ -56,6 +56,9 @@ def inputs(tmp_path_factory):
         res = fp.run(fp.make_config(name, horizon=T, checkpoints=10), "garland", seeds=8)
         res.write_json(folder / f"{name}.json")
         runs[name] = res
+    fed = fp.run(fp.make_config("fedpne", num_clients=2, horizon=T, checkpoints=10), "garland", seeds=[3, 1])
+    fed.write_json(folder / "fedpne.json")
+    runs["fedpne"] = fed
     sweep = folder / "sweep"
     fp.run_sweep({"objectives": ["garland"], "algorithms": ["soo"], "horizon": [T], "seeds": 6,
                   "params": {"checkpoints": 10}, "soo": {"grid": {"h_max": [20, 30]}}}, str(sweep), progress=False)
@@ -116,3 +119,22 @@ def test_command_line_report_and_its_errors(inputs, tmp_path, capsys):
         assert cli.main(["report"] + argv + ["--out", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
+
+
+def test_export_writes_every_checkpoint_of_every_run(inputs, tmp_path):
+    folder, runs, sweep = inputs
+    out = tmp_path / "runs.csv"
+    count = fp.export([str(folder / "hct.json"), str(folder / "fedpne.json"), str(sweep)], str(out))
+    rows = _rows(out)
+    assert count == len(rows) == (8 + 2 + 2 * 6) * 10
+    fed = [r for r in rows if r["algorithm"] == "fedpne"]
+    assert [int(r["seed"]) for r in fed[::10]] == [3, 1]
+    res = runs["fedpne"]
+    for k, r in enumerate(fed):
+        i, c = divmod(k, 10)
+        assert int(r["round"]) == res.checkpoints[c] and int(r["evaluations"]) == 2 * res.checkpoints[c]
+        assert float(r["cumulative_regret"]) == res.curves[i, c]          # every digit: bit for bit
+        assert float(r["best_so_far_regret"]) == res.best_curve[i, c]
+    assert {r["configuration"] for r in rows if r["algorithm"] == "soo"} == {"SOO (h_max=20)", "SOO (h_max=30)"}
+    assert cli.main(["export", str(folder / "hct.json"), "--format", "csv", "--out", str(tmp_path / "a.csv")]) == 0
+    assert _rows(tmp_path / "a.csv") == [r for r in rows if r["algorithm"] == "hct"]

@@ -45,6 +45,8 @@ class Entry:
     hits: np.ndarray             # (S, 51) first round reaching each target, 0: not reached
     scale: np.ndarray            # (S,) the targets' scale
     source: str
+    seeds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))   # (S,) seed indices
+    base_seed: int = 0
 
     @property
     def runs(self) -> int:
@@ -84,7 +86,7 @@ def _run_entry(path: str) -> Entry:
                  per_round=int(config.get("num_clients", 1)), horizon=int(config["horizon"]),
                  checkpoints=np.asarray(data["checkpoints"], np.int64),
                  curves=np.asarray(data["per_seed"]["curves"], float), best=best, hits=hits, scale=scale,
-                 source=path)
+                 source=path, seeds=np.asarray(data.get("seeds", []), np.int64), base_seed=int(data.get("base_seed", 0)))
 
 
 def _sweep_entries(path: str) -> list[Entry]:
@@ -103,7 +105,8 @@ def _sweep_entries(path: str) -> list[Entry]:
         out.append(Entry(label=registry.label(algorithm) + (f" ({extra})" if extra else ""), algorithm=algorithm,
                          problem=_problem(resolved), per_round=int(resolved.get("num_clients", 1)),
                          horizon=int(resolved["horizon"]), checkpoints=np.asarray(res.checkpoints[i], np.int64),
-                         curves=res.curves[i][done], best=best, hits=hits, scale=scale, source=path))
+                         curves=res.curves[i][done], best=best, hits=hits, scale=scale, source=path,
+                         seeds=np.asarray(res.seeds)[done], base_seed=int(res.definition.get("base_seed", 0))))
     return out
 
 
