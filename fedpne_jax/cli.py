@@ -1,4 +1,4 @@
-"""Command line: ``fedpne run``, ``fedpne sweep``, ``fedpne reproduce`` and ``fedpne plot`` (also
+"""Command line: ``fedpne run``, ``sweep``, ``reproduce``, ``plot``, ``report`` and ``export`` (also
 ``python -m fedpne_jax ...``)."""
 from __future__ import annotations
 

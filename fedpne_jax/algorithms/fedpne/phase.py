@@ -171,11 +171,13 @@ def _best_so_far(static: Static, state: RunState, gap, pulls, n, t, t_end, in_ph
     in rounds t + j n + 1 .. t + (j + 1) n: by round r the rows begun are 0 .. (r - t - 1) // n, and
     the best is the smallest gap among them (a running min, exact in any order).  Checkpoint c falls
     in row jc_c, or at the end of row jc_c - 1 when part_c = 0.  The first row reaching a target is
-    found by bisection: the running min never increases."""
+    the count of rows whose running min is above it (it never increases)."""
     firsts = jax.lax.cummin(gap)                                           # (cap,), inf past the pulled rows
     at = jnp.clip(jnp.where(part > 0, jc, jc - 1), 0, static.capacity - 1)
     best_curve = jnp.where(in_phase, jnp.minimum(state.best.value, firsts[at]), state.best_curve)
-    first = jnp.searchsorted(-firsts, -state.goals, side="left").astype(jnp.int32)   # rows above each target
+    # rows above each target: one fused compare for the usual tables, a bisection for huge ones
+    method = "compare_all" if static.capacity <= 4096 else "scan"
+    first = jnp.searchsorted(-firsts, -state.goals, side="left", method=method).astype(jnp.int32)
     begun = jnp.sum(pulls > 0, dtype=jnp.int32)
     hits = jnp.where((state.best.hits == checkpoints.NOT_REACHED) & (first < begun), t + first * n + 1,
                      state.best.hits)
