@@ -10,6 +10,7 @@ CONTRACT = {
     "soo": (dict(horizon=300, checkpoints=6), [("h_max", -1), ("pyxab", "yes"), ("h_max", 6)]),
     "stosoo": (dict(horizon=300, checkpoints=6), [("k", 0), ("h_max", -1), ("delta", 0.0), ("pyxab", "yes"),
                                                   ("h_max", 5)]),
+    "vhct": (dict(horizon=300, checkpoints=6), [("rho", 1.5), ("bound", 0.0), ("delta", 2.0), ("pyxab", "yes")]),
     "fed1ucb": (dict(num_clients=M, horizon=2000, checkpoints=6, arms=16), [("kappa", 0.0), ("arms", 0)]),
     "fnucb": (dict(num_clients=M, horizon=40, checkpoints=6, arms=8), [("width", 0), ("lr", -1.0)]),
     "kernelts": (dict(horizon=60, checkpoints=6, num_candidates=32), [("lengthscale", 0.0), ("lam", -1.0)]),

@@ -57,8 +57,29 @@ EXPANDS = ("leaf", "pyxab")
 MAX_ROWS = 1 << 24
 
 
+class Schedule:
+    """HCT's confidence schedule, from a config's nu, rho, delta and horizon (VHCT's too)."""
+
+    nu: float
+    rho: float
+    delta: float
+    horizon: int
+
+    @property
+    def c1(self) -> float:
+        return (self.rho / (3 * self.nu)) ** (1.0 / 8)
+
+    @property
+    def epochs(self) -> int:
+        """K: t+ = 2^k for k = 0..K covers rounds 1..T+1 (T+1: the recommendation)."""
+        return self.horizon.bit_length()
+
+    def delta_tilde(self, k: int, cap: float) -> float:
+        return min(cap, self.c1 * self.delta / 2.0 ** k)
+
+
 @dataclasses.dataclass(frozen=True)
-class HCTConfig(tree.TreeConfig):
+class HCTConfig(tree.TreeConfig, Schedule):
     """HCT's parameters (PyXAB's defaults; the paper's runs used rho = 0.75)."""
 
     nu: float = 1.0
@@ -85,18 +106,6 @@ class HCTConfig(tree.TreeConfig):
         if capacity > MAX_ROWS:
             raise ValueError(f"horizon: HCT's node table would need {capacity} rows for T={self.horizon} with "
                              f"c={self.c}, rho={self.rho} (at most {MAX_ROWS}); raise c or lower the horizon")
-
-    @property
-    def c1(self) -> float:
-        return (self.rho / (3 * self.nu)) ** (1.0 / 8)
-
-    @property
-    def epochs(self) -> int:
-        """K: t+ = 2^k for k = 0..K covers rounds 1..T+1 (T+1: the recommendation)."""
-        return self.horizon.bit_length()
-
-    def delta_tilde(self, k: int, cap: float) -> float:
-        return min(cap, self.c1 * self.delta / 2.0 ** k)
 
     def conf_terms(self) -> list:
         """c^2 log(1/delta~) of the updates, per k."""
