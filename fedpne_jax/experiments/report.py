@@ -18,6 +18,8 @@ import numpy as np
 
 from fedpne_jax.core.files import write_atomic
 from fedpne_jax.experiments import analysis
+from fedpne_jax.paper.figures import FULL_WIDTH
+from fedpne_jax.paper.plot import draw
 
 ECDF_POINTS = 60          # budgets per ECDF, log-spaced from round 1 to the longest horizon
 
@@ -104,7 +106,6 @@ def _panel(title, ylabel, series, ecdf=False) -> dict:
 
 
 def _figure(title, panels) -> dict:
-    from fedpne_jax.paper.figures import FULL_WIDTH
     columns = min(len(panels), 2)
     return {"title": title, "panels": panels, "columns": columns, "width": FULL_WIDTH, "row_height": 2.4}
 
@@ -152,7 +153,6 @@ def report(paths, out: str, budgets=None, plots: bool = True) -> dict:
     put("win_rates.csv", [dict({"entry": a}, **{b: float(wins[i, j]) for j, b in enumerate(labels)})
                           for i, a in enumerate(labels)])
     if plots:
-        from fedpne_jax.paper.plot import draw
         for name, figure in (("ecdf.png", ecdf), ("curves.png", curves_figure(entries))):
             written[name] = os.path.join(out, name)
             draw(figure, written[name])

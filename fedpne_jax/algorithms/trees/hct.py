@@ -58,7 +58,9 @@ MAX_ROWS = 1 << 24
 
 
 class Schedule:
-    """HCT's confidence schedule, from a config's nu, rho, delta and horizon (VHCT's too)."""
+    """HCT's confidence schedule, from a config's nu, rho, delta and horizon (VHCT's too), and the
+    table its module's ``bounds`` sizes.  Listed before tree.TreeConfig among a config's bases, so
+    that its ``capacity`` and ``resolved`` come first."""
 
     nu: float
     rho: float
@@ -77,9 +79,22 @@ class Schedule:
     def delta_tilde(self, k: int, cap: float) -> float:
         return min(cap, self.c1 * self.delta / 2.0 ** k)
 
+    def bounds(self) -> tuple[int, int]:
+        """(capacity, height): the most rows and the deepest depth any run can reach."""
+        raise NotImplementedError
+
+    @property
+    def capacity(self) -> int:
+        return self.bounds()[0]
+
+    def resolved(self) -> dict:
+        out = super().resolved()  # type: ignore[misc]  # tree.TreeConfig's, next in a config's bases
+        out.update(c1=self.c1, max_depth=self.bounds()[1])
+        return out
+
 
 @dataclasses.dataclass(frozen=True)
-class HCTConfig(tree.TreeConfig, Schedule):
+class HCTConfig(Schedule, tree.TreeConfig):
     """HCT's parameters (PyXAB's defaults; the paper's runs used rho = 0.75)."""
 
     nu: float = 1.0
@@ -122,14 +137,8 @@ class HCTConfig(tree.TreeConfig, Schedule):
             return cap
         return int(min(cap, math.ceil(self.c ** 2 * log_term * self.rho ** (-2 * h) / self.nu ** 2)))
 
-    @property
-    def capacity(self) -> int:
-        return bounds(self)[0]
-
-    def resolved(self) -> dict:
-        out = super().resolved()
-        out.update(c1=self.c1, max_depth=bounds(self)[1])
-        return out
+    def bounds(self) -> tuple[int, int]:
+        return bounds(self)
 
 
 def bounds(config: HCTConfig) -> tuple[int, int]:

@@ -100,7 +100,7 @@ SLACK = 1e-6               # relative rounding allowed for the device's threshol
 
 
 @dataclasses.dataclass(frozen=True)
-class VHCTConfig(tree.TreeConfig, hct.Schedule):
+class VHCTConfig(hct.Schedule, tree.TreeConfig):
     """VHCT's parameters (PyXAB's defaults; ``bound``: b, the range of the noise; ``pyxab``: PyXAB's
     rules, see the module docstring)."""
 
@@ -152,14 +152,8 @@ class VHCTConfig(tree.TreeConfig, hct.Schedule):
             return self.horizon + 1
         return max(1, math.ceil(math.exp(log_x) * (1 - SLACK)))
 
-    @property
-    def capacity(self) -> int:
-        return bounds(self)[0]
-
-    def resolved(self) -> dict:
-        out = super().resolved()
-        out.update(c1=self.c1, max_depth=bounds(self)[1])
-        return out
+    def bounds(self) -> tuple[int, int]:
+        return bounds(self)
 
 
 def bounds(config: VHCTConfig) -> tuple[int, int]:
