@@ -1,0 +1,317 @@
+"""GPO, the General Parallel Optimization of Shang, Kaufmann and Valko (ALT 2019, Algorithm 5), over a
+base tree algorithm (``base``: T-HOO or HCT; PCT is GPO over HCT, pct.py); ``pyxab=True`` is PyXAB
+0.3.0's GPO (algos/GPO.py) instead.
+
+A centralized baseline like its base: every round is one evaluation of the *global* objective (noisy
+if the run's noise says so), regret per evaluation.  Parameters as PyXAB's: numax = 1, rhomax = 0.9
+(its defaults), ``base`` ('hoo' by default); every instance has nu = numax and its base's own
+defaults otherwise (HCT: c = 0.1, delta = 0.01).  The budget n is the horizon T.
+
+The paper's rule (default), with D_max = ln 2 / ln(1/rho_max):
+
+* N = ceil((1/2) D_max ln((n/2) / ln(n/2))) instances and L = floor(n / (2N)) rounds per half
+  phase; for i = 1..N: run the base with (nu_max, rho_max^(2N/(2i+1))) for L rounds (a fresh tree,
+  T-HOO with n = L) and take its recommendation x_i (the base's ``recommend``: for HCT and T-HOO the
+  point its next selection would pull, PyXAB's get_last_point); evaluate x_i L times, V[i] the
+  average of these rewards (a running mean).
+* The output is x_i* for i* = argmax V (the first on ties).  The T - 2NL rounds the phases leave
+  (fewer than 2N) evaluate x_i*, which the paper leaves unused.
+* Under split='random' the root of instance i >= 2 is split along the split uniform of the round
+  before its first (a round that evaluates x_(i-1) and splits nothing); instance 1's as tree.init's.
+
+``pyxab=True`` departs from the paper where PyXAB's GPO does (post its PR #28):
+
+* One instance only.  PyXAB makes a phase's instance at its first pull when its counter is 0, but
+  resets the counter in ``pull`` and counts in ``receive_reward``, so from phase 2 on the first pull
+  sees 1: the instance of phase 1 (rho_max^(2N/3)) runs through every phase, with T-HOO's n = T
+  (PyXAB's ``rounds``) and HCT's expand='pyxab' (hct.py).
+* Phase 1 is 2L + 1 rounds, later phases 2L: the instance pulls L rounds (L - 1 after phase 1);
+  its last pulled point (not a recommendation) is evaluated L times into V[phase] (V <- (V w + r) /
+  (w + 1), the product kept out of an FMA), and once more in the phase's last round, whose reward
+  the instance receives as if it had pulled its last node again (``receive_reward`` after the reset
+  of its counter: count, mean and expansion of that node, or of T-HOO's whole last path), except
+  at the start of phase N.
+* In phase N the instance's next point is evaluated L - 1 times without updates (PyXAB drops these
+  rewards), then the best point so far (first argmax of V) is; a copy of it joins the list with V =
+  0.  After the phases, the best point is evaluated; the recommendation is the best point
+  (``get_last_point``).
+* N = 1 makes PyXAB's first ``receive_reward`` fail (argmax of an empty list): refused, naming
+  rhomax.  Either rule refuses horizons with L < 1 or no N.
+
+The schedule is a closed form of the round and the static (N, L, the rule), the same in every run
+of a batch, so the resets and the base's refreshes (meta.py) are branches that only their rounds pay
+for.  Noise-free float64 runs equal tests/support/reference_gpo.py (the paper's loop and a
+line-by-line transcription of PyXAB's GPO, over steppable NumPy HCT and T-HOO instances) for both
+bases, and PyXAB 0.3.0's own GPO and PCT on Garland (tests/test_gpo.py).
+
+Cost.  One node table, the current instance's (its rows are reused by the next; sized for the
+largest instance, meta.py): a round costs one base selection and at most one base update, as the
+base alone.  Per run and round at T = 10^4, 100 seeds, rho_max = 0.9, on a loaded 2-core machine:
+3.0 us over T-HOO and 4.8 us over HCT (instances with rho near 1 grow trees of depth 28-33), 0.5
+and 0.8 us under PyXAB's rule (its one instance has rho_max^(2N/3)), against 1.6 us for HCT alone
+with rho = 0.5.  ``nodes`` and ``depth`` are those of the last instance's tree.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.algorithms.trees import meta, tree
+from fedpne_jax.core.algorithm import Style
+from fedpne_jax.core.validation import check_choice, check_real
+from objectives.ordered import no_contraction
+
+RUN, EVAL, FEED, HOLD, FROZEN, BEST = range(6)     # what a round does (see _round)
+
+
+def phases(horizon: int, rhomax: float) -> tuple:
+    """(N, L) in PyXAB's numpy arithmetic (N a float64, possibly not finite)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        half = horizon / 2
+        n = np.ceil(0.5 * meta.dmax(rhomax) * np.log(half / np.log(half)))
+        return n, np.floor(horizon / (2 * n)) if np.isfinite(n) and n >= 1 else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class WrapperConfig(tree.TreeConfig):
+    """The fields of GPO over a base (GPOConfig names the base, PCTConfig fixes it)."""
+
+    numax: float = 1.0
+    rhomax: float = 0.9
+    pyxab: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_real("numax", self.numax, low=0.0, high=1e30)
+        check_real("rhomax", self.rhomax, low=0.0, high=1.0)
+        meta.check_bool("pyxab", self.pyxab)
+        plan(self)
+
+    @property
+    def base_name(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def capacity(self) -> int:
+        p = plan(self)
+        return meta.capacity(p.configs, p.budgets)
+
+    def resolved(self) -> dict:
+        out = super().resolved()
+        p = plan(self)
+        out.update(base=self.base_name, instances=p.slots, phase_length=p.half)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class GPOConfig(WrapperConfig):
+    """GPO's parameters (PyXAB's names and defaults; ``base``: 'hoo' (T-HOO) or 'hct'; ``pyxab``:
+    PyXAB's GPO)."""
+
+    base: str = "hoo"
+
+    def __post_init__(self):
+        check_choice("base", self.base, tuple(meta.BASES))
+        super().__post_init__()
+
+    @property
+    def base_name(self) -> str:
+        return self.base
+
+
+def pyxab_updates(horizon: int, n: int, half: int) -> int:
+    """The updates of PyXAB's one instance within T rounds: its pulls and the rewards it receives
+    at the end of phases 1 .. N - 2.  Round (p - 1) 2L + 1 + c is phase p's counter c."""
+    at = lambda p, c: (p - 1) * 2 * half + 1 + c
+    out = 0
+    for p in range(1, n):
+        out += max(0, min(at(p, half - 1), horizon) - at(p, 0 if p == 1 else 1) + 1)
+        out += int(p + 1 < n and at(p, 2 * half) <= horizon)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    slots: int           # N: cross-validated points
+    half: int            # L: rounds of a half phase
+    rhos: tuple          # per instance (N, or 1 under pyxab)
+    budgets: tuple       # updates per instance
+    configs: tuple       # the instances' base configs
+
+
+@functools.lru_cache(maxsize=256)
+def plan(config: WrapperConfig) -> Plan:
+    n, half = phases(config.horizon, config.rhomax)
+    least = 2 if config.pyxab else 1
+    if not (np.isfinite(n) and least <= n <= meta.MAX_INSTANCES):
+        rule = "PyXAB's GPO" if config.pyxab else "GPO"
+        raise ValueError(f"horizon, rhomax: {rule} needs {least} to {meta.MAX_INSTANCES} instances, "
+                         f"N = ceil(D_max/2 ln((T/2) / ln(T/2))) = {n} for horizon={config.horizon}, "
+                         f"rhomax={config.rhomax}")
+    if half < 1:
+        raise ValueError(f"horizon: GPO's N = {int(n)} instances need a horizon of at least 2N = {2 * int(n)} "
+                         f"rounds, got horizon={config.horizon}")
+    count = int(n)
+    if config.pyxab:
+        rhos: tuple = (config.rhomax ** (2 * n / 3),)
+        spent: tuple = (pyxab_updates(config.horizon, count, int(half)),)
+    else:
+        rhos = tuple(config.rhomax ** (2 * n / (2 * i + 1)) for i in range(1, count + 1))
+        spent = (int(half),) * count
+    configs = meta.base_configs(config, meta.BASES[config.base_name], rhos, spent)
+    return Plan(count, int(half), tuple(float(r) for r in rhos), spent, configs)
+
+
+@dataclasses.dataclass(frozen=True)
+class GPOStatic(tree.TreeStatic):
+    base: Any = None            # the base's static, with the instances' common tree spec
+    base_name: str = "hoo"
+    pyxab: bool = False
+    slots: int = 1              # N
+    half: int = 1               # L
+
+
+class GPOParams(NamedTuple):
+    instances: Any              # the base's params, stacked (instances, ...)
+    noise_scale: np.ndarray     # ()
+
+
+def make_static(config: WrapperConfig, objective, tables=None) -> GPOStatic:
+    p = plan(config)
+    base, capacity, height = meta.instance_static(meta.BASES[config.base_name], p.configs, p.budgets, objective,
+                                                  config)
+    return tree.make_static(config, objective, capacity, height, cls=GPOStatic, base=base,
+                            base_name=config.base_name, pyxab=config.pyxab, slots=p.slots, half=p.half)
+
+
+def make_params(config: WrapperConfig, tables=None) -> GPOParams:
+    base = meta.BASES[config.base_name]
+    return GPOParams(instances=meta.stack([base.module.make_params(c) for c in plan(config).configs]),
+                     noise_scale=np.asarray(config.noise_scale, np.dtype(config.precision)))
+
+
+class State(NamedTuple):
+    base: Any                # the base's extra
+    clock: jax.Array         # () int32 updates of the current instance
+    saved: Any               # the base's choice of its last pull (PyXAB's path, which its rewards credit)
+    held: jax.Array          # (D,) the point being cross-validated (PyXAB's goodx)
+    points: jax.Array        # (N, D) the cross-validated points (PyXAB's V_x)
+    value: jax.Array         # (N,) their average rewards (V)
+    listed: jax.Array        # (N,) bool: in the list yet
+
+
+def _round(static: GPOStatic, t):
+    """(what round t does, its slot, its weight: the slot's rewards before it, PyXAB's duplicate)."""
+    n, half = static.slots, static.half
+    q = t - 1
+    if not static.pyxab:
+        p, off = q // (2 * half), q % (2 * half)
+        kind = jnp.where(p >= n, BEST, jnp.where(off < half, RUN, EVAL))
+        return kind, jnp.minimum(p, n - 1), off - half, jnp.bool_(False)
+    p = jnp.where(q == 0, 1, (q - 1) // (2 * half) + 1)       # PyXAB's phase and counter
+    c = jnp.where(q == 0, 0, (q - 1) % (2 * half) + 1)
+    inner = jnp.where(c < half, RUN, jnp.where(c < 2 * half, EVAL, jnp.where(p + 1 < n, FEED, HOLD)))
+    kind = jnp.where(p < n, inner, jnp.where((p == n) & (c < half), FROZEN, BEST))
+    return kind, jnp.minimum(p - 1, n - 1), c - half, (p == n) & (c == half)
+
+
+def _instance(static: GPOStatic, slot):
+    return 0 if static.pyxab else slot
+
+
+def _base(static: GPOStatic) -> meta.Base:
+    return meta.BASES[static.base_name]
+
+
+def _init(static: GPOStatic, params: GPOParams, table) -> State:
+    policy = _base(static).policy
+    first = meta.pick(params.instances, 0)
+    extra = policy.init(static.base, first, table)
+    shape = jax.eval_shape(lambda: policy.select(static.base, first, table, extra, jnp.int32(1))[0])
+    n, dim, dtype = static.slots, static.tree.dim, static.tree.dtype
+    return State(extra, jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape),
+                 jnp.zeros((dim,), dtype), jnp.zeros((n, dim), dtype), jnp.zeros((n,), dtype), jnp.zeros((n,), bool))
+
+
+def _best(state: State):
+    return state.points[meta.first_best(state.value, state.listed)]
+
+
+def _select(static: GPOStatic, params: GPOParams, table, state: State, t):
+    policy = _base(static).policy
+    kind, slot, weight, _ = _round(static, t)
+    p = meta.pick(params.instances, _instance(static, slot))
+    choice, point = policy.select(static.base, p, table, state.base, state.clock + 1)
+    held = state.held
+    if not static.pyxab:
+        zero = jnp.zeros((), static.tree.dtype)
+        recommended = policy.recommend(static.base, p, table, state.base, tree.Last(choice, zero, zero, point))
+        held = jnp.where((kind == EVAL) & (weight == 0), recommended, held)
+    x = jnp.where((kind == RUN) | (kind == FROZEN), point, jnp.where(kind == BEST, _best(state), held))
+    if static.pyxab:
+        choice = meta.keep(kind == FEED, state.saved, choice)
+    return choice, x
+
+
+def _fresh(spec: tree.TreeSpec, table: tree.Table, split_u) -> tree.Table:
+    """A new instance's tree in the table's rows: the root (whose box row 0 keeps) and its two
+    children, split as the round's split uniform says; the old rows past them are unreachable."""
+    inf, zero = tree.as_bits(spec, jnp.inf), tree.as_bits(spec, 0.0)
+    leaf = table.rows[0].at[tree.CHILD].set(-1).at[tree.COUNT].set(0).at[tree.GEN].set(0) \
+        .at[tree.B0].set(inf).at[tree.B1].set(inf).at[tree.MEAN].set(zero).at[tree.U].set(inf).at[tree.B].set(inf)
+    fresh, _ = tree.expand(spec, tree.Table(table.rows, jnp.int32(1), jnp.int32(0)), 0, jnp.bool_(True), split_u,
+                           node_row=leaf)
+    return fresh
+
+
+def _update(static: GPOStatic, params: GPOParams, table, state: State, last: tree.Last, t, active):
+    policy = _base(static).policy
+    n, half = static.slots, static.half
+    kind, slot, weight, duplicate = _round(static, t)
+    p = meta.pick(params.instances, _instance(static, slot))
+    updating = active & ((kind == RUN) | (kind == FEED))
+    s = state.clock + 1
+    table, extra = meta.refresh(policy, static.base, p, table, state.base, s, updating)
+    table, new, overflow = policy.update(static.base, p, table, extra, last, s, updating)
+    # A skipped update writes nothing to the table but may still rewrite the extra (HCT's pending path).
+    extra = meta.keep(updating, new, extra)
+    dtype = static.tree.dtype
+    evaluating = active & (kind == EVAL)
+    listing = evaluating | (active & duplicate)
+    v, r, w = state.value[slot], last.reward, weight.astype(dtype)
+    mu = (no_contraction(v * w) + r) / (w + 1) if static.pyxab else v + (r - v) / (w + 1)
+    state = State(
+        base=extra, clock=state.clock + updating,
+        saved=meta.keep(active & (kind == RUN), last.choice, state.saved),
+        held=jnp.where(active & ((kind == RUN) | (kind == EVAL)), last.point, state.held),
+        points=state.points.at[slot].set(jnp.where(listing, last.point, state.points[slot])),
+        value=state.value.at[slot].set(jnp.where(evaluating, mu, jnp.where(listing, 0, v))),
+        listed=state.listed.at[slot].set(state.listed[slot] | listing))
+    if not static.pyxab:
+        starting = active & (t % (2 * half) == 0) & (t < 2 * n * half)
+
+        def start(operand):
+            table, extra = operand
+            table = _fresh(static.tree, table, last.split_u)
+            return table, policy.init(static.base, meta.pick(params.instances, jnp.minimum(slot + 1, n - 1)), table)
+
+        table, extra = jax.lax.cond(starting, start, lambda operand: operand, (table, state.base))
+        state = state._replace(base=extra, clock=jnp.where(starting, 0, state.clock))
+    return table, state, overflow
+
+
+def _recommend(static: GPOStatic, params: GPOParams, table, state: State, last: tree.Last):
+    return _best(state)
+
+
+POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend)
+
+
+ALGORITHM = tree.algorithm("gpo", GPOConfig, make_static, make_params, POLICY,
+                           Style("GPO", "#637939", "x"))
+run_single = ALGORITHM.run_single

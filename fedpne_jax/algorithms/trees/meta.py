@@ -1,0 +1,181 @@
+"""What the meta-algorithms POO and GPO (poo.py, gpo.py, pct.py) share: the base tree algorithms
+they run, instances of a base with their own parameters and clocks, and their host-side sizing.
+
+A base is one :class:`Base` entry of :data:`BASES`: its module (``make_static``, ``make_params``,
+``POLICY``), how an instance's config is made from its (nu, rho) and budget, and how many times
+each node's point was evaluated (POO's paper recommends one of its best instance's evaluated points
+at random).  ``hct`` and ``hoo`` (T-HOO) are the bases; VHCT (for VPCT) is one more entry.
+
+Instances.  An instance is the base algorithm with its own rho and nu (data: the instances' params
+are stacked on a leading axis) and its own clock: its s-th update is its local round s, which gives
+HCT's t+ and its refreshes (PyXAB's HCT counts its own ``iteration``; T-HOO has no clock), so an
+instance behaves exactly as the base algorithm alone given the same rewards.  Its refresh (HCT:
+every U and B at s = 2^k) runs in the update of the round it falls in, under a ``lax.cond`` whose
+predicate depends on the round and on clocks that only the schedule moves (decided on the host from
+the static): the same in every run of a batch, also in a grid, so the branch stays a branch under
+vmap and the other rounds do not pay for it.
+
+Sizing.  An instance is sized by its base config with its budget u (its updates within the
+horizon) and by 3 + 2u rows and depth 1 + u (every base expands at most one node an update, into
+two new rows or its old children's); the table of every instance has the largest of these.
+Params are stacked with every array padded to the largest shape by repeating its last entry: an
+array indexed by depth or epoch is never read past the instance's own bounds.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedpne_jax.algorithms.trees import hct, hoo, tree
+
+MAX_INSTANCES = 1024
+
+
+def _hct_config(budget: int, horizon: int, nu: float, rho: float, pyxab: bool, fields: dict):
+    # HCT is anytime: the budget only sizes its table and threshold tables.
+    return hct.HCTConfig(horizon=budget, nu=nu, rho=rho, expand="pyxab" if pyxab else "leaf", **fields)
+
+
+def _hoo_config(budget: int, horizon: int, nu: float, rho: float, pyxab: bool, fields: dict):
+    # T-HOO's n (in U and the depth limit): PyXAB's wrappers give every instance the whole horizon,
+    # the papers run an instance for its own budget.
+    return hoo.HOOConfig(horizon=horizon if pyxab else budget, nu=nu, rho=rho, **fields)
+
+
+def pulled_only(spec: tree.TreeSpec, rows):
+    """Evaluations of each row's point when only the pulled node is credited (HCT, VHCT): its count."""
+    return rows[:, tree.COUNT].astype(jnp.int32)
+
+
+def along_path(spec: tree.TreeSpec, rows):
+    """Evaluations of each row's point when the whole path is credited (T-HOO): its count less its
+    children's (a node's children exist only after its own evaluation)."""
+    child = rows[:, tree.CHILD].astype(jnp.int32)
+    c = jnp.maximum(child, 0)
+    count = rows[:, tree.COUNT].astype(jnp.int32)
+    return count - jnp.where(child >= 0, count[c] + count[c + 1], 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Base:
+    """A base tree algorithm of POO and GPO."""
+
+    name: str
+    module: Any              # make_static, make_params, POLICY
+    make_config: Callable    # (budget, horizon, nu, rho, pyxab, fields) -> the instance's config
+    evaluations: Callable    # (spec, rows) -> (capacity,) int32 evaluations of each row's point
+
+    @property
+    def policy(self) -> tree.TreePolicy:
+        return self.module.POLICY
+
+
+BASES = {
+    "hct": Base("hct", hct, _hct_config, pulled_only),
+    "hoo": Base("hoo", hoo, _hoo_config, along_path),
+}
+
+
+def base_configs(config, base: Base, rhos, budgets) -> tuple:
+    """The instances' configs (budgets below 1 count as 1: such an instance never runs), with the
+    meta config's split, precision and noise; a refusal names the meta config's fields."""
+    fields = dict(split=config.split, precision=config.precision, noise=config.noise, checkpoints=1)
+    out = []
+    for rho, budget in zip(rhos, budgets):
+        try:
+            out.append(base.make_config(max(int(budget), 1), config.horizon, config.numax, float(rho), config.pyxab,
+                                        fields))
+        except ValueError as err:
+            raise ValueError(f"numax, rhomax, horizon: the instance of base {base.name!r} with nu={config.numax}, "
+                             f"rho={rho!r} and budget {budget} is refused: {err}") from None
+    return tuple(out)
+
+
+def capacity(configs, budgets) -> int:
+    return max(min(c.capacity, 3 + 2 * int(u)) for c, u in zip(configs, budgets))
+
+
+def instance_static(base: Base, configs, budgets, objective, config):
+    """(the base's static with the common tree spec, capacity, height) of the instances."""
+    statics = [base.module.make_static(c, objective) for c in configs]
+    height = max(min(s.tree.height, 1 + int(u)) for s, u in zip(statics, budgets))
+    cap = capacity(configs, budgets)
+    tree.check_height(height, f"rhomax={config.rhomax}, horizon={config.horizon}")
+    spec = tree.make_spec(cap, height, objective, config.split, config.precision)
+    return dataclasses.replace(statics[0], tree=spec), cap, height
+
+
+def stack(params: list):
+    """The instances' params stacked on a leading axis, each array padded to the largest shape with
+    its last entries."""
+    def pad(*leaves):
+        arrays = [np.asarray(x) for x in leaves]
+        shape = tuple(max(s) for s in zip(*(a.shape for a in arrays)))
+        return np.stack([np.pad(a, [(0, n - d) for n, d in zip(shape, a.shape)], mode="edge") if a.ndim else a
+                         for a in arrays])
+    return jax.tree.map(pad, *params)
+
+
+def pick(tree_, i):
+    """Entry i of every array of a stacked pytree."""
+    return jax.tree.map(lambda a: a[i], tree_)
+
+
+def keep(on, new, old):
+    """``new`` where ``on`` (a scalar, or one flag per entry of a leading axis), else ``old``."""
+    def select(a, b):
+        flag = jnp.reshape(on, jnp.shape(on) + (1,) * (jnp.ndim(a) - jnp.ndim(on)))
+        return jnp.where(flag, a, b)
+    return jax.tree.map(select, new, old)
+
+
+def refresh_due(policy: tree.TreePolicy, s):
+    """(whether local round s refreshes, its k) under the base's rule: s = 2^k, or s = k * every."""
+    s = jnp.asarray(s, jnp.int32)
+    if policy.refresh_every:
+        return s % policy.refresh_every == 0, s // policy.refresh_every
+    return (s > 0) & ((s & (s - 1)) == 0), 31 - jax.lax.clz(jnp.maximum(s, 1))
+
+
+def refresh(policy: tree.TreePolicy, static, params, table, extra, s, on):
+    """The base's refresh of one instance's table and extra at its local round s when due and
+    ``on``.  ``on`` and s must not differ between the runs of a batch: a batched predicate would run
+    the branch, a pass over the whole table, in every round."""
+    hook = policy.refresh
+    if hook is None:
+        return table, extra
+    due, k = refresh_due(policy, s)
+    return jax.lax.cond(on & due, lambda operand: hook(static, params, k, *operand), lambda operand: operand,
+                        (table, extra))
+
+
+def first_best(values, where):
+    """The first index of the largest of ``values`` where ``where`` holds (np.argmax's tie rule; 0
+    when none holds).  Max and min are exact in any order, so the choice does not depend on the
+    batch."""
+    n = values.shape[0]
+    v = jnp.where(where, values, -jnp.inf)
+    top = jnp.max(v)
+    first = jnp.min(jnp.where(where & (v == top), jnp.arange(n, dtype=jnp.int32), n))
+    return jnp.where(first < n, first, 0).astype(jnp.int32)
+
+
+def dmax(rhomax: float) -> float:
+    """D_max = ln 2 / ln(1/rho_max) (binary partition, K = 2), in PyXAB's numpy arithmetic."""
+    return float(np.log(2) / np.log(1 / rhomax))
+
+
+def log_ratio(n) -> float:
+    """ln(n / ln n) in IEEE arithmetic, as PyXAB's numpy evaluates it: -inf at n = 0, +inf at n = 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.float64(n)
+        return float(np.log(x / np.log(x)))
+
+
+def check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
