@@ -8,8 +8,6 @@ change the compiled program, so they keep one value, while the seeds, the noise 
 and the spelling of the options (option or --set, order, explicit defaults) vary: the file
 compiles Fed-PNE once per shape.
 """
-import contextlib
-import io
 import json
 import math
 import os
@@ -23,6 +21,7 @@ import objectives
 from fedpne_jax import cli
 from fedpne_jax.core import registry
 from fedpne_jax.core.config import NOISE_KINDS
+from tests.support.helpers import cli_call as call
 
 SHAPES = [(1, 20, 1), (2, 100, 2), (3, 200, 3)]        # (clients M, horizon T, seeds)
 CHECKPOINTS = 5
@@ -39,18 +38,6 @@ def _run_options() -> set:
 
 OPTIONS = _run_options()
 FIELDS = {f for f in registry.config_type("fedpne").__dataclass_fields__}
-
-
-def call(argv):
-    """(exit status, stdout, stderr) of ``fedpne ARGV`` in this process; any exception but
-    argparse's SystemExit propagates, failing the test as the traceback a user would see."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(argv)
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
 
 
 # ------------------------------------------------------------------------------------ valid runs

@@ -13,9 +13,7 @@ T = 40, four checkpoints, two seeds and a grid of two Gaussian noise scales, so 
 tables or Fed-PNE's depth tables and compile anew.  What varies is where each key is given, its
 spelling, the order of the arguments, the seeds and the scales.
 """
-import contextlib
 import dataclasses
-import io
 import json
 import os
 import re
@@ -33,6 +31,7 @@ from fedpne_jax import cli
 from fedpne_jax.core import registry
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.sweep import TOP_KEYS
+from tests.support.helpers import cli_call as call
 
 # No example database and no explain phase: Hypothesis writes neither into the working tree.
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None,
@@ -59,18 +58,6 @@ def _sweep_options() -> set:
 
 
 OPTIONS = _sweep_options()
-
-
-def call(argv) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of ``fedpne ARGV`` in this process; any exception but
-    argparse's SystemExit propagates, failing the test as the traceback a user would see."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(argv)
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def names(name: str, text: str) -> bool:

@@ -1,13 +1,16 @@
 """Shared test helpers: run the engine and the NumPy reference on the same problem."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import io
 
 import numpy as np
 
 import fedpne_jax as fp
 import objectives
+from fedpne_jax import cli
 from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.algorithms.fedpne.engine import run_keys
 from fedpne_jax.core import executor
@@ -98,3 +101,15 @@ def target_hits(best, goals, rtol=1e-5):
     hits = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, 0)
     near = np.isclose(goals[:, None], best[None, :], rtol=rtol, atol=1e-9).any(axis=1)
     return hits, near
+
+
+def cli_call(argv) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``fedpne ARGV`` in this process; any exception but
+    argparse's SystemExit propagates, failing the test as the traceback a user would see."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()
