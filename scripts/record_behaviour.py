@@ -16,7 +16,7 @@ import sys
 import harness  # noqa: F401,I001  (puts the project on the import path)
 import numpy as np
 
-from tests.support.behaviour import FIXTURE, collect, compare
+from tests.support.behaviour import FIXTURE, collect, compare, recorded
 
 
 def main(argv=None) -> int:
@@ -29,10 +29,9 @@ def main(argv=None) -> int:
         np.savez_compressed(FIXTURE, **{k.replace("/", "__"): v for k, v in current.items()})
         print(f"wrote {len(current)} arrays to {FIXTURE}")
         return 0
-    with np.load(FIXTURE) as data:
-        recorded = {k.replace("__", "/"): data[k] for k in data.files}
-    problems = compare(recorded, current)
-    print("\n".join(problems) if problems else f"all {len(recorded)} arrays are identical")
+    expected = recorded()
+    problems = compare(expected, current)
+    print("\n".join(problems) if problems else f"all {len(expected)} arrays are identical")
     return 1 if problems else 0
 
 

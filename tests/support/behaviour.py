@@ -15,6 +15,9 @@ from fedpne_jax.core import checkpoints
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "behaviour.npz")
 SEEDS = 3
 M = 3
+# The options every recorded run of Fed-PNE, and of the baselines, shares (tests/support/contract.py
+# runs the same configurations).
+RECORDED_SHAPE = {"fedpne": dict(num_clients=M, horizon=3000, checkpoints=7), "baseline": dict(checkpoints=7)}
 
 FEDPNE = {
     "aggregate": dict(noise="gaussian:0.3"),
@@ -43,32 +46,51 @@ BASELINES = {
 ADDED_METRICS = set(checkpoints.MEASURES)
 
 
-def _objective(heterogeneity="shift"):
+def recorded_objective(heterogeneity="shift"):
     return objectives.make_objective("garland", num_clients=M, heterogeneity=heterogeneity)
 
 
-def _store(out: dict, name: str, result) -> None:
-    out[f"{name}/final_regret"] = result.final_regret
-    out[f"{name}/curves"] = result.curves
-    for metric, value in result.metrics.items():
-        if metric not in ADDED_METRICS:
-            out[f"{name}/{metric}"] = np.asarray(value)
+BASE_SEED = 2
+# The runs of one algorithm's own recorded configuration: tests/test_contract.py runs and checks
+# these (its batch is this run); tests/test_behaviour.py checks the others.
+OWN = {"fedpne": "fedpne/aggregate", **{name: f"baseline/{name}" for name in BASELINES if "-" not in name}}
 
 
-def collect() -> dict:
+def config(run: str):
+    """The configuration of the recorded run "fedpne/<sampler>" or "baseline/<name>"."""
+    family, _, name = run.partition("/")
+    if family == "fedpne":
+        return fp.FedPNEConfig(**RECORDED_SHAPE["fedpne"], **FEDPNE[name])
+    return fp.make_config(name.partition("-")[0], **RECORDED_SHAPE["baseline"], **BASELINES[name])
+
+
+def run(name: str):
+    heterogeneity = "none" if config(name).noise == "bernoulli" else "shift"
+    return fp.run(config(name), recorded_objective(heterogeneity), seeds=SEEDS, base_seed=BASE_SEED)
+
+
+def stored(name: str, result) -> dict:
+    """What the fixture holds of a run, under its name."""
+    out = {f"{name}/final_regret": result.final_regret, f"{name}/curves": result.curves}
+    out.update({f"{name}/{metric}": np.asarray(value) for metric, value in result.metrics.items()
+                if metric not in ADDED_METRICS})
+    return out
+
+
+def runs() -> list[str]:
+    return [f"fedpne/{name}" for name in FEDPNE] + [f"baseline/{name}" for name in BASELINES]
+
+
+def collect(skip: tuple = ()) -> dict:
+    """Every recorded array, but those of the runs named in ``skip``."""
     out: dict = {}
-    for name, kw in FEDPNE.items():
-        config = fp.FedPNEConfig(num_clients=M, horizon=3000, checkpoints=7, **kw)
-        objective = _objective("none" if kw["noise"] == "bernoulli" else "shift")
-        _store(out, f"fedpne/{name}", fp.run(config, objective, seeds=SEEDS, base_seed=2))
-    base = fp.FedPNEConfig(num_clients=M, horizon=3000, checkpoints=7)
-    for i, result in enumerate(fp.run_grid(fp.grid_product(base, c=[0.05, 0.2], rho=[0.5, 0.7]), _objective(),
-                                           seeds=SEEDS, base_seed=2)):
-        _store(out, f"grid/{i}", result)
-    for name, kw in BASELINES.items():
-        algorithm = name.partition("-")[0]
-        config = fp.make_config(algorithm, checkpoints=7, **kw)
-        _store(out, f"baseline/{name}", fp.run(config, _objective(), seeds=SEEDS, base_seed=2))
+    for name in runs():
+        if name not in skip:
+            out.update(stored(name, run(name)))
+    base = fp.FedPNEConfig(**RECORDED_SHAPE["fedpne"])
+    for i, result in enumerate(fp.run_grid(fp.grid_product(base, c=[0.05, 0.2], rho=[0.5, 0.7]), recorded_objective(),
+                                           seeds=SEEDS, base_seed=BASE_SEED)):
+        out.update(stored(f"grid/{i}", result))
     definition = {"objectives": [{"name": "garland"}], "algorithms": ["fedpne", "hct"], "clients": [M],
                   "horizon": [500], "seeds": SEEDS, "base_seed": 4, "params": {"checkpoints": 5},
                   "fedpne": {"grid": {"c": [0.1, 0.3]}}}
@@ -78,6 +100,13 @@ def collect() -> dict:
         out["sweep/final_regret"] = res.final_regret
         out["sweep/curves"] = res.curves
     return out
+
+
+def recorded(skip: tuple = ()) -> dict:
+    """The fixture's arrays, but those of the runs named in ``skip``."""
+    with np.load(FIXTURE) as data:
+        out = {k.replace("__", "/"): data[k] for k in data.files}
+    return {k: v for k, v in out.items() if k.rpartition("/")[0] not in skip}
 
 
 def compare(recorded, current) -> list[str]:
