@@ -19,6 +19,7 @@ CONTRACT = {
     "poo": (_SMALL, [("rhomax", 1.5), ("numax", 0.0), ("base", "doo"), ("pyxab", "yes")]),
     "gpo": (_SMALL, [("rhomax", 0.0), ("numax", -1.0), ("base", "soo"), ("pyxab", 1)]),
     "pct": (_SMALL, [("rhomax", 1.5), ("numax", 0.0), ("pyxab", "no")]),
+    "vpct": (_SMALL, [("rhomax", 1.5), ("numax", 0.0), ("pyxab", "no")]),
     "sequool": (_SMALL, [("split", "middle"), ("precision", "float16")]),
     "fed1ucb": (_RECORDED["fed1ucb"], [("kappa", 0.0), ("arms", 0)]),
     "fnucb": (_RECORDED["fnucb"], [("width", 0), ("lr", -1.0)]),

@@ -1,13 +1,20 @@
-"""Steppable plain-Python HCT and T-HOO instances with PyXAB's rules, and a budget of evaluations:
-what tests/support/reference_poo.py and reference_gpo.py drive.  They share no code with the JAX
-package: nodes are reference_hct's Python objects, B is recomputed over the whole tree after every
-update (as PyXAB does), and the formulas are reference_hct's and reference_hoo's.
+"""Steppable plain-Python HCT, VHCT and T-HOO instances with PyXAB's rules, and a budget of
+evaluations: what tests/support/reference_poo.py and reference_gpo.py drive.  They share no code with
+the JAX package: nodes are reference_hct's (VHCT: reference_vhct's) Python objects, B is recomputed
+over the whole tree after every update (as PyXAB does), and the formulas are reference_hct's,
+reference_vhct's and reference_hoo's.
 
 An instance follows PyXAB's two calls: ``pull()`` selects a node and remembers it, ``receive(r,
-dim)`` credits the remembered node (HCT) or path (T-HOO) and may expand it along ``dim(node)``.  A
-``receive`` without a new ``pull`` credits the last pull again, and a ``pull`` without ``receive``
+dim)`` credits the remembered node (HCT, VHCT) or path (T-HOO) and may expand it along ``dim(node)``.
+A ``receive`` without a new ``pull`` credits the last pull again, and a ``pull`` without ``receive``
 changes nothing but the memory, as in PyXAB (its GPO does both).  ``peek()`` is the node the next
-pull would select.  Its clock is PyXAB's HCT ``iteration``: 1 + the rewards received.
+pull would select.  Its clock is PyXAB's HCT/VHCT ``iteration``: 1 + the rewards received.
+
+VHCT keeps every node's rewards, its variance (reference_vhct's rule: the paper's, or PyXAB's
+max(np.var, 1e-3) under ``pyxab``) and U with the Bernstein term.  Under ``pyxab`` a pull stores the
+tau of every node its selection passes (PyXAB computes it in ``optTraverse``), the expansion test
+reads the pulled node's stored tau (the variance before the reward), and internal nodes re-expand;
+otherwise tau is recomputed after the reward and only leaves expand.  ``peek`` stores nothing.
 
 ``rows``: the instance's nodes in the order of the JAX table's rows (creation order; a re-expanded
 node's new children take its old children's places), ``pulls`` per node: its evaluations, for the
@@ -25,21 +32,30 @@ import numpy as np
 from tests.support.reference import FUNCTIONS
 from tests.support.reference_hct import Node, all_nodes, backward_b, best_child, checkpoint_rounds, make_children, noisy
 from tests.support.reference_hoo import default_depth_limit
+from tests.support.reference_vhct import MIN_VARIANCE
+from tests.support.reference_vhct import Node as VNode
+from tests.support.reference_vhct import children as vhct_children
 
 
 class Instance:
     def __init__(self, lo, hi, root_dim: int):
-        self.root = Node(np.asarray(lo, float).copy(), np.asarray(hi, float).copy(), 0)
-        self.root.children = make_children(self.root, root_dim)
+        self.root = self.new_node(np.asarray(lo, float).copy(), np.asarray(hi, float).copy())
+        self.root.children = self.new_children(self.root, root_dim)
         self.rows = [self.root, *self.root.children]
         self.depth = 1
         self.last = None
         self.waiting = False         # pulled, no reward received since
         self.events: Counter = Counter()
 
+    def new_node(self, lo, hi) -> Node:
+        return Node(lo, hi, 0)
+
+    def new_children(self, node: Node, d: int) -> list:
+        return make_children(node, d)
+
     def grow(self, node: Node, d: int) -> None:
         old = node.children
-        node.children = make_children(node, d)
+        node.children = self.new_children(node, d)
         if old is None:
             self.rows.extend(node.children)
         else:
@@ -48,8 +64,12 @@ class Instance:
             self.events["regrown"] += 1
         self.depth = max(self.depth, node.depth + 1)
 
+    def choose(self) -> Node:
+        """The node a pull selects (``peek``'s, unless the selection leaves a trace)."""
+        return self.peek()
+
     def pull(self):
-        node = self.peek()
+        node = self.choose()
         self.last = node
         node.pulls = getattr(node, "pulls", 0) + 1
         self.events["pulls"] += 1
@@ -120,6 +140,88 @@ class HCT(Instance):
         self.iteration += 1
 
 
+class VHCT(Instance):
+    """reference_vhct's rules (PyXAB's with ``pyxab``), one round at a time."""
+
+    def __init__(self, lo, hi, root_dim, *, nu, rho, c=0.1, delta=0.01, bound=1.0, pyxab=False):
+        self.pyxab = pyxab
+        self.floor = MIN_VARIANCE if pyxab else 0.0
+        super().__init__(lo, hi, root_dim)
+        self.nu, self.rho, self.c, self.delta, self.bound = nu, rho, c, delta, bound
+        self.c1 = (rho / (3 * nu)) ** (1 / 8)
+        self.iteration = 1
+
+    def new_node(self, lo, hi) -> VNode:
+        return VNode(lo, hi, 0)
+
+    def new_children(self, node, d: int) -> list:
+        return vhct_children(node, d, self.floor)
+
+    tplus = staticmethod(HCT.tplus)
+
+    def log_term(self, t, cap):
+        return math.log(1 / min(cap, self.c1 * self.delta / self.tplus(t)))
+
+    def tau(self, n, t):
+        h = n.depth
+        if h == 0:
+            return 0
+        V, L, b, nu, rho, c = n.variance, self.log_term(t, 0.5), self.bound, self.nu, self.rho, self.c
+        if self.pyxab:
+            return np.ceil((V + 3 * b * nu * rho ** h + V * np.sqrt(1 + 6 * b * nu * rho ** h / V))
+                           * (c ** 2 * L * rho ** (-2 * h) / nu ** 2))
+        r = nu * rho ** h
+        return math.ceil(c ** 2 * L / r ** 2 * (V + 3 * b * r + math.sqrt(V ** 2 + 6 * b * r * V)))
+
+    def u_value(self, n, t):
+        if n.count == 0:
+            return math.inf
+        V, L, c = n.variance, self.log_term(t, 1.0), self.c
+        ucb = math.sqrt(c ** 2 * 2 * V * L / n.count) + 3 * self.bound * c ** 2 * L / n.count
+        return n.mean + ucb + self.nu * (self.rho ** n.depth)
+
+    def credit(self, n, r):
+        n.credit(r)
+        n.rewards.append(r)
+        if self.pyxab:
+            n.variance = max(np.var(np.array(n.rewards)), self.floor)
+        else:
+            n.variance = sum((x - n.mean) ** 2 for x in n.rewards) / len(n.rewards)
+
+    def select(self, store: bool):
+        """From the root, to the child with the larger B while count >= tau; ``store``: keep each
+        passed node's tau for the expansion test (PyXAB's ``optTraverse``)."""
+        node, t = self.root, self.iteration
+        while True:
+            tau = self.tau(node, t)
+            if store:
+                node.tau = tau
+            if node.children is None or node.count < tau:
+                return node
+            node = best_child(node)
+
+    def peek(self):
+        return self.select(store=False)
+
+    def choose(self):
+        return self.select(store=True)
+
+    def receive(self, reward, dim):
+        self.received()
+        t, node = self.iteration, self.last
+        if t == self.tplus(t):
+            for n in all_nodes(self.root):
+                n.u = self.u_value(n, t)
+            backward_b(self.root)
+        self.credit(node, reward)
+        node.u = self.u_value(node, t)
+        backward_b(self.root)
+        threshold = node.tau if self.pyxab else self.tau(node, t)
+        if node.count >= threshold and (node.children is None or self.pyxab):
+            self.grow(node, dim(node))
+        self.iteration += 1
+
+
 class HOO(Instance):
     """reference_hoo's T-HOO rules with horizon n, one round at a time."""
 
@@ -160,9 +262,12 @@ class HOO(Instance):
 
 
 def make(base: str, lo, hi, root_dim, *, nu, rho, n, pyxab):
-    """An instance of ``base`` with (nu, rho); ``n``: T-HOO's horizon; ``pyxab``: HCT re-expands."""
+    """An instance of ``base`` with (nu, rho); ``n``: T-HOO's horizon; ``pyxab``: HCT re-expands, VHCT
+    follows PyXAB's rules."""
     if base == "hct":
         return HCT(lo, hi, root_dim, nu=nu, rho=rho, expand="pyxab" if pyxab else "leaf")
+    if base == "vhct":
+        return VHCT(lo, hi, root_dim, nu=nu, rho=rho, pyxab=pyxab)
     return HOO(lo, hi, root_dim, nu=nu, rho=rho, n=n)
 
 

@@ -1,5 +1,5 @@
 """A plain-Python GPO (Shang, Kaufmann and Valko 2019, Algorithm 5), the oracle of
-fedpne_jax.algorithms.trees.gpo (and pct), over the steppable HCT and T-HOO instances of
+fedpne_jax.algorithms.trees.gpo (and pct), over the steppable HCT, T-HOO and VHCT instances of
 tests/support/reference_bases.py.
 
 ``pyxab=False``: N = ceil((1/2) D_max ln((T/2) / ln(T/2))), L = floor(T / (2N)); for i = 1..N run a
@@ -8,7 +8,7 @@ next pull would select, evaluate it L times (running mean V[i]); then evaluate t
 x_i* until T, and recommend it.
 
 ``pyxab=True``: PyXAB 0.3.0's ``GPO.pull`` and ``receive_reward`` line by line (its phase and
-counter, goodx, V_x and V_reward, ``get_last_point``), T-HOO's n = T and HCT's PyXAB re-expansion.
+counter, goodx, V_x and V_reward, ``get_last_point``), T-HOO's n = T, HCT's and VHCT's PyXAB re-expansion.
 
 Random split dimensions are injected: ``root_dims[0]`` for the first instance's root,
 ``split_dims[t]`` for the expansion of round t and, under the paper's rule, the root of the instance

@@ -1,5 +1,5 @@
 """A plain-Python POO (Grill, Valko and Munos 2015), the oracle of fedpne_jax.algorithms.trees.poo,
-over the steppable HCT and T-HOO instances of tests/support/reference_bases.py.
+over the steppable HCT, T-HOO and VHCT instances of tests/support/reference_bases.py.
 
 ``pyxab=False``: Algorithm 1 of the paper, as a loop over its evaluations: n = 0, N = 1 and the
 instance (nu_max, rho_max); while N < (1/2) D_max ln(n / ln n) (the printed ">=" never ends), start
@@ -9,7 +9,7 @@ is the j-th evaluation of the first argmax s* (j = floor(u n_s*), in row order),
 is the instance's own number of evaluations (a dry run of the loop counts them first).
 
 ``pyxab=True``: PyXAB 0.3.0's ``POO.pull`` and ``receive_reward`` line by line (N = n = 2, phase =
-1, its V_reward weights, ``get_last_point``), T-HOO's n = T and HCT's PyXAB re-expansion.
+1, its V_reward weights, ``get_last_point``), T-HOO's n = T, HCT's and VHCT's PyXAB re-expansion.
 
 Random split dimensions are injected: ``root_dims[k]`` for instance k's root, ``split_dims[t]`` for
 the expansion of round t.

@@ -1,6 +1,6 @@
 """GPO, the General Parallel Optimization of Shang, Kaufmann and Valko (ALT 2019, Algorithm 5), over a
-base tree algorithm (``base``: T-HOO or HCT; PCT is GPO over HCT, pct.py); ``pyxab=True`` is PyXAB
-0.3.0's GPO (algos/GPO.py) instead.
+base tree algorithm (``base``: T-HOO, HCT or VHCT; PCT is GPO over HCT, pct.py, and VPCT over VHCT,
+vpct.py); ``pyxab=True`` is PyXAB 0.3.0's GPO (algos/GPO.py) instead.
 
 A centralized baseline like its base: every round is one evaluation of the *global* objective (noisy
 if the run's noise says so), regret per evaluation.  Parameters as PyXAB's: numax = 1, rhomax = 0.9
@@ -110,7 +110,7 @@ class WrapperConfig(tree.TreeConfig):
 
 @dataclasses.dataclass(frozen=True)
 class GPOConfig(WrapperConfig):
-    """GPO's parameters (PyXAB's names and defaults; ``base``: 'hoo' (T-HOO) or 'hct'; ``pyxab``:
+    """GPO's parameters (PyXAB's names and defaults; ``base``: 'hoo' (T-HOO), 'hct' or 'vhct'; ``pyxab``:
     PyXAB's GPO)."""
 
     base: str = "hoo"

@@ -4,7 +4,7 @@ they run, instances of a base with their own parameters and clocks, and their ho
 A base is one :class:`Base` entry of :data:`BASES`: its module (``make_static``, ``make_params``,
 ``POLICY``), how an instance's config is made from its (nu, rho) and budget, and how many times
 each node's point was evaluated (POO's paper recommends one of its best instance's evaluated points
-at random).  ``hct`` and ``hoo`` (T-HOO) are the bases; VHCT (for VPCT) is one more entry.
+at random).  The bases: ``hct``, ``hoo`` (T-HOO) and ``vhct`` (GPO over VHCT is VPCT, vpct.py).
 
 Instances.  An instance is the base algorithm with its own rho and nu (data: the instances' params
 are stacked on a leading axis) and its own clock: its s-th update is its local round s, which gives
@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import hct, hoo, tree
+from fedpne_jax.algorithms.trees import hct, hoo, tree, vhct
 
 MAX_INSTANCES = 1024
 
@@ -38,6 +38,12 @@ MAX_INSTANCES = 1024
 def _hct_config(budget: int, horizon: int, nu: float, rho: float, pyxab: bool, fields: dict):
     # HCT is anytime: the budget only sizes its table and threshold tables.
     return hct.HCTConfig(horizon=budget, nu=nu, rho=rho, expand="pyxab" if pyxab else "leaf", **fields)
+
+
+def _vhct_config(budget: int, horizon: int, nu: float, rho: float, pyxab: bool, fields: dict):
+    # As HCT: anytime, the budget sizes its tables; pyxab: PyXAB's VHCT rules (its variance floor,
+    # thresholds read in the selection, re-expansion).
+    return vhct.VHCTConfig(horizon=budget, nu=nu, rho=rho, pyxab=pyxab, **fields)
 
 
 def _hoo_config(budget: int, horizon: int, nu: float, rho: float, pyxab: bool, fields: dict):
@@ -77,6 +83,7 @@ class Base:
 BASES = {
     "hct": Base("hct", hct, _hct_config, pulled_only),
     "hoo": Base("hoo", hoo, _hoo_config, along_path),
+    "vhct": Base("vhct", vhct, _vhct_config, pulled_only),
 }
 
 

@@ -1,5 +1,5 @@
 """POO, the Parallel Optimistic Optimization of Grill, Valko and Munos (NIPS 2015), over a base tree
-algorithm (``base``: T-HOO, the paper's, or HCT, as Shang, Kaufmann and Valko 2019 run it);
+algorithm (``base``: T-HOO, the paper's, HCT, as Shang, Kaufmann and Valko 2019 run it, or VHCT);
 ``pyxab=True`` is PyXAB 0.3.0's POO (algos/POO.py) instead.
 
 A centralized baseline like its base: every round is one evaluation of the *global* objective (noisy
@@ -82,7 +82,7 @@ from objectives.ordered import no_contraction
 @dataclasses.dataclass(frozen=True)
 class POOConfig(tree.TreeConfig):
     """POO's parameters (PyXAB's names and defaults; ``base``: the algorithm every instance runs,
-    'hoo' (T-HOO, the paper's) or 'hct'; ``pyxab``: PyXAB's schedule and statistics)."""
+    'hoo' (T-HOO, the paper's), 'hct' or 'vhct'; ``pyxab``: PyXAB's schedule and statistics)."""
 
     numax: float = 1.0
     rhomax: float = 0.9
