@@ -7,7 +7,7 @@ Prints a table and writes JSON.  All numbers of one invocation come from the sam
 run, so the ratios (engine runs/s over reference runs/s) are the figures to quote; absolute times
 move with the machine's load.  Objective: Garland with shift heterogeneity and gaussian:0.1 noise,
 the paper's defaults otherwise.  Each engine row runs in a fresh process: its compile time is cold and
-"peak MB" is that process's peak resident memory above what importing the package took.  The reference (tests/reference.py) is the same algorithm, one run at
+"peak MB" is that process's peak resident memory above what importing the package took.  The reference (tests/support/reference.py) is the same algorithm, one run at
 a time, drawing every client's mean of n pulls exactly; the per-pull simulation draws every reward of
 every round (timed on a few seeds and reported per run).
 """

@@ -2,8 +2,9 @@
 points without noise, the same regret statistically with noise; a seed alone equals the seed in a
 batch; invalid parameters are refused; regret grows sublinearly.
 
-Three compiled programs: Garland with 100 seeds and Himmelblau (random split, PyXAB's re-expansion)
-with three seeds, both returning the pulled points, and Himmelblau through fp.run with one.
+Four compiled programs: Garland with 100 seeds and Himmelblau (random split, PyXAB's re-expansion)
+with three seeds, both returning the pulled points, Himmelblau through fp.run with one, and Garland
+in float64 with one seed against PyXAB's own HCT.
 Noise-free runs use 'gaussian:0' (rewards equal f exactly), so that they share each program with
 the noisy runs (the noise scale is data).
 """
@@ -15,7 +16,7 @@ import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import hct, tree
 from fedpne_jax.core import executor
 from tests.support import reference_hct
-from tests.support.helpers import assert_regret_per_round_falls, traced_tree_run, two_sample_z
+from tests.support.helpers import assert_regret_per_round_falls, pyxab_run, traced_tree_run, two_sample_z
 from tests.support.helpers import assert_same_tree_run as assert_same_run
 
 T = 300
@@ -55,6 +56,16 @@ def test_noise_free_garland_pulls_the_reference_points(garland):
     for i in (0, SEEDS - 1):          # one dimension and no noise: every seed is the same run
         assert_same_run(out, i, ref)
     assert ref.depth >= 4
+
+
+def test_garland_pulls_pyxabs_own_hct_points(garland):
+    """PyXAB 0.3.0's own HCT (its defaults, 1-D: no random dimension) and expand='pyxab' in float64:
+    the same points and recommendation."""
+    HCT = pytest.importorskip("PyXAB.algos.HCT").HCT
+    out, _ = run(GARLAND.replace(expand="pyxab", precision="float64"), garland, [0])
+    points, last = pyxab_run(HCT(domain=[[0.0, 1.0]]), garland, T)
+    np.testing.assert_array_equal(out.points[0], points)
+    np.testing.assert_array_equal(out.recommendation[0], last)
 
 
 def test_noise_free_himmelblau_with_reexpansion_pulls_the_reference_points(himmelblau):

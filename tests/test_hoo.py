@@ -14,7 +14,7 @@ import pytest
 import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import hoo
 from tests.support import reference_hoo
-from tests.support.helpers import assert_regret_per_round_falls, traced_tree_run, two_sample_z
+from tests.support.helpers import assert_regret_per_round_falls, pyxab_run, traced_tree_run, two_sample_z
 from tests.support.helpers import assert_same_tree_run as assert_same_run
 
 T = 300
@@ -47,6 +47,16 @@ def test_noise_free_garland_pulls_the_reference_points(garland):
     for i in (0, SEEDS - 1):          # one dimension and no noise: every seed is the same run
         assert_same_run(out, i, ref)
     assert ref.depth == GARLAND.limit + 1 and ref.nodes == GARLAND.capacity   # the truncated tree is full
+
+
+def test_garland_pulls_pyxabs_own_t_hoo_points(garland):
+    """PyXAB 0.3.0's own T_HOO (its defaults, n = T, 1-D) in float64: the same points and
+    recommendation."""
+    T_HOO = pytest.importorskip("PyXAB.algos.HOO").T_HOO
+    out = run(GARLAND.replace(precision="float64"), garland, [0])
+    points, last = pyxab_run(T_HOO(rounds=T, domain=[[0.0, 1.0]]), garland, T)
+    np.testing.assert_array_equal(out.points[0], points)
+    np.testing.assert_array_equal(out.recommendation[0], last)
 
 
 def test_noise_free_himmelblau_pulls_the_reference_points(himmelblau):

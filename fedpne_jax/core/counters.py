@@ -10,7 +10,7 @@ a CPU Philox4x32-10 gives about 4x the uniforms per second of threefry2x32 (10 r
 two).  It is counter-based like threefry: the words of counter c under key k are a pure function of
 (c, k), so any block of them can be drawn in any order, on any device, in any batch, with the same
 result.  The implementation is checked against Random123's published known-answer vectors
-(tests/test_philox.py).
+(tests/test_pulls.py).
 
 The widening multiply is traced with 64-bit types enabled for that expression only; XLA lowers it to
 the hardware's 32x32->64 multiply (vpmuludq on x86, mul.wide.u32 on NVIDIA GPUs), whatever the run's

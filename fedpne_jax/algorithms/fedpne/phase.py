@@ -1,6 +1,6 @@
 """One phase of Fed-PNE (Algorithms 1-2), shared by Fed-PNE and DP-Fed-PNE.
 
-DP-Fed-PNE differs only in the rewards (extra Gaussian noise, see rewards.py) and in the
+DP-Fed-PNE differs only in the rewards (extra Gaussian noise, see sampling.py) and in the
 confidence constant c (resolved on the host), so the same phase function serves both.
 
 Semantics, with the paper's typos resolved:

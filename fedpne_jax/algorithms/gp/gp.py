@@ -17,7 +17,7 @@ cap: T is limited only by time.  (The paper's BO/BBO refit an n x n GP every eva
 
 Numerics (float32).  c c^T / d is computed as h h^T with h = c / sqrt(d), so Sigma stays exactly
 symmetric; variances are clamped at 0 where they are read.  Against the float64 fresh-inverse
-formulas (tests/reference_gp.py) the posterior after 200 observations agrees to 3e-5 (means) and
+formulas (tests/support/reference_gp.py) the posterior after 200 observations agrees to 3e-5 (means) and
 1e-5 (variances).  Over long runs the float32 rounding accumulates slowly (measured against float64
 on 100 candidates, a UCB-like sequence with repeats): means within 1.5e-6 after 10^4 steps with the
 exponential kernel and lam = 1, 1.6e-5 with Matern-5/2 (l = 0.1) and lam = 0.01, 9e-5 after 3,000

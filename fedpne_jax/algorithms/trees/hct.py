@@ -30,8 +30,8 @@ recompute it at the start of the next update, which again equals PyXAB's whole-t
 refresh of all U and B (O(capacity x height)) runs on the log2(T) + 1 power-of-two rounds, placed
 between loop bodies (see tree.run_rounds), so no other round pays for it.  Every other round costs
 O(depth): a descent, one reward, one vectorised pass over the path (one gather, one scatter).
-Noise-free runs equal PyXAB 0.3.0's own HCT (expand='pyxab') pull for pull (checked over 2,000
-rounds of Garland; PyXAB is not a test dependency), and tests/reference_hct.py in both modes.
+Noise-free runs equal PyXAB 0.3.0's own HCT (expand='pyxab') pull for pull (tests/test_hct.py: 300
+rounds of Garland in float64; 2,000 checked by hand), and tests/support/reference_hct.py in both modes.
 
 Simplifications: t+ is the exact power of two (PyXAB's floating log2 gives 2t+ at t = 2^29 and 2^31);
 means are running means, mean += (r - mean) / T_node, in the run's precision (PyXAB divides a

@@ -19,8 +19,8 @@ recomputing B bottom-up along the path equals PyXAB's pass over the whole tree (
 new children have B = +inf, which leaves its B = U).  A round costs O(depth): a descent and one
 vectorised update of the path (one gather, one scatter).  The node table holds the full binary tree
 down to depth_limit + 1 or 3 + 2T rows, whichever is smaller, so it cannot overflow.  Noise-free
-runs equal PyXAB 0.3.0's own T_HOO pull for pull (checked over 2,000 rounds of Garland; PyXAB is not
-a test dependency) and tests/reference_hoo.py.
+runs equal PyXAB 0.3.0's own T_HOO pull for pull (tests/test_hoo.py: 300 rounds of Garland in
+float64; 2,000 checked by hand) and tests/support/reference_hoo.py.
 
 Simplifications: means are running means, mean += (r - mean) / T_node, in the run's precision
 (PyXAB re-sums a float64 list of rewards for every node every round, which is what makes it slow);
