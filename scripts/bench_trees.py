@@ -1,4 +1,5 @@
-"""Benchmark of the batched tree algorithms (HCT, T-HOO, DOO, SOO) against PyXAB's own implementations.
+"""Benchmark of the batched tree algorithms (HCT, T-HOO, DOO, SOO, StoSOO, VHCT, POO, GPO, PCT, VPCT,
+SequOOL, StroquOOL) against PyXAB's own implementations.
 
     python scripts/bench_trees.py [--quick] [--out bench_trees.json]
 
@@ -16,7 +17,10 @@ and ``soo-pyxab`` PyXAB's) are timed against PyXAB for at most TIME_BUDGET secon
 (PyXAB's DOO, O(nodes) a round, slows as it runs, so its rate over the first rounds is again an
 overstatement).  HCT rows use ``expand='leaf'`` (the
 default); the ``hct-pyxab`` row uses PyXAB's own expansion rule, the like-for-like comparison, and
-also reports both mean regrets (PyXAB's over its few timed runs).
+also reports both mean regrets (PyXAB's over its few timed runs).  StoSOO, VHCT, POO, GPO, PCT,
+VPCT, SequOOL and StroquOOL (PyXAB's defaults; POO and GPO over T-HOO, PyXAB's default base) are timed as DOO
+and SOO: PyXAB for at most TIME_BUDGET seconds of one run, the batched runs with both rules where
+the algorithm has a ``pyxab`` switch (``-pyxab`` rows).
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ import harness  # noqa: E402,F401  (the project on the import path)
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-from fedpne_jax.algorithms.trees import doo, hct, hoo, soo  # noqa: E402
+from fedpne_jax.algorithms.trees import doo, gpo, hct, hoo, pct, poo, sequool, soo, stosoo, stroquool, vhct, vpct  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
 from tests.support.reference import FUNCTIONS  # noqa: E402
 
@@ -78,18 +82,31 @@ def pyxab_rate(name: str, T: int, runs: int, rounds=None):
     return runs * rounds / elapsed, float(np.mean(regrets)), label
 
 
+def _pyxab_algorithm(name: str, T: int):
+    """PyXAB's own algorithm ``name`` with its default parameters for T rounds on [0, 1]."""
+    import importlib
+    domain = [[0.0, 1.0]]
+    cls = {"doo": "DOO", "soo": "SOO", "stosoo": "StoSOO", "vhct": "VHCT", "poo": "POO", "gpo": "GPO",
+           "pct": "PCT", "vpct": "VPCT", "sequool": "SequOOL", "stroquool": "StroquOOL"}[name]
+    algo = getattr(importlib.import_module(f"PyXAB.algos.{cls}"), cls)
+    if name in ("poo", "gpo"):
+        from PyXAB.algos.HOO import T_HOO
+        return algo(rounds=T, domain=domain, algo=T_HOO)
+    if name in ("pct", "vpct"):
+        return algo(rounds=T, domain=domain)
+    return algo(domain=domain) if name == "vhct" else algo(n=T, domain=domain)
+
+
 def pyxab_budget_rate(name: str, T: int, budget: float):
-    """(pulls/s, None, label) of PyXAB's DOO or SOO (its default parameters) over at most ``budget``
-    seconds of one run of T rounds, or None without PyXAB."""
+    """(pulls/s, None, label) of PyXAB's own algorithm ``name`` (its default parameters) over at most
+    ``budget`` seconds of one run of T rounds, or None without PyXAB."""
     try:
         from importlib.metadata import version
 
-        from PyXAB.algos.DOO import DOO
-        from PyXAB.algos.SOO import SOO
+        algo = _pyxab_algorithm(name, T)
     except ImportError:
         return None
     rng = np.random.default_rng(0)
-    algo = DOO(n=T, domain=[[0.0, 1.0]]) if name == "doo" else SOO(n=T, domain=[[0.0, 1.0]])
     start, t = time.perf_counter(), 0
     while t < T and time.perf_counter() - start < budget:
         t += 1
@@ -142,16 +159,23 @@ def rows(quick: bool) -> list[dict]:
             if label == "hct-pyxab":
                 row.update(reference_regret_mean=ref[1], reference_runs=runs)
             out.append(row)
-    configs = {"doo": doo.DOOConfig(horizon=T, noise=f"gaussian:{SIGMA}"),
-               "soo": soo.SOOConfig(horizon=T, noise=f"gaussian:{SIGMA}"),
-               "soo-pyxab": soo.SOOConfig(horizon=T, noise=f"gaussian:{SIGMA}", pyxab=True)}
+    noise = f"gaussian:{SIGMA}"
+    configs = {"doo": doo.DOOConfig(horizon=T, noise=noise)}
+    for name, cls in (("soo", soo.SOOConfig), ("stosoo", stosoo.StoSOOConfig), ("vhct", vhct.VHCTConfig),
+                      ("poo", poo.POOConfig), ("gpo", gpo.GPOConfig), ("pct", pct.PCTConfig),
+                      ("vpct", vpct.VPCTConfig)):
+        configs[name] = cls(horizon=T, noise=noise)
+        configs[f"{name}-pyxab"] = cls(horizon=T, noise=noise, pyxab=True)
+    configs["sequool"] = sequool.SequOOLConfig(horizon=T, noise=noise)
+    configs["stroquool"] = stroquool.StroquOOLConfig(horizon=T, noise=noise)
     references = {}
     for label, config in configs.items():
         base = label.split("-")[0]
         if base not in references:
             references[base] = pyxab_budget_rate(base, T, 5.0 if quick else TIME_BUDGET)
         ref = references[base]
-        for seeds in seed_counts[1:]:
+        # 1,000 seeds for DOO and SOO only: POO's 23 us per run-round would make that row 4 minutes.
+        for seeds in seed_counts[1:] if base in ("doo", "soo") else seed_counts[1:2]:
             row = batched(label, config, objective, seeds, repeats)
             row.update(device=device)
             if ref is not None:
@@ -163,10 +187,10 @@ def rows(quick: bool) -> list[dict]:
 
 
 def table(rows_: list[dict]) -> str:
-    lines = [f"{'name':10} {'seeds':>6} {'T':>6} {'seconds':>9} {'pulls/s':>12} {'ref pulls/s':>12} {'ratio':>8}  "
+    lines = [f"{'name':12} {'seeds':>6} {'T':>6} {'seconds':>9} {'pulls/s':>12} {'ref pulls/s':>12} {'ratio':>8}  "
              f"{'compile s':>9}  reference"]
     for r in rows_:
-        lines.append(f"{r['name']:10} {r['seeds']:6d} {r['T']:6d} {r['seconds']:9.3f} {r['pulls_per_s']:12.4g} "
+        lines.append(f"{r['name']:12} {r['seeds']:6d} {r['T']:6d} {r['seconds']:9.3f} {r['pulls_per_s']:12.4g} "
                      f"{r['reference_pulls_per_s']:12.4g} {r['ratio']:8.1f}  {r['compile_seconds']:9.2f}  {r['reference']}")
     for r in rows_:
         if "reference_regret_mean" in r:
