@@ -1,5 +1,5 @@
 """Benchmark of the batched tree algorithms (HCT, T-HOO, DOO, SOO, StoSOO, VHCT, POO, GPO, PCT, VPCT,
-SequOOL, StroquOOL) against PyXAB's own implementations.
+SequOOL, StroquOOL, Zooming) against PyXAB's own implementations.
 
     python scripts/bench_trees.py [--quick] [--out bench_trees.json]
 
@@ -18,7 +18,7 @@ and ``soo-pyxab`` PyXAB's) are timed against PyXAB for at most TIME_BUDGET secon
 overstatement).  HCT rows use ``expand='leaf'`` (the
 default); the ``hct-pyxab`` row uses PyXAB's own expansion rule, the like-for-like comparison, and
 also reports both mean regrets (PyXAB's over its few timed runs).  StoSOO, VHCT, POO, GPO, PCT,
-VPCT, SequOOL and StroquOOL (PyXAB's defaults; POO and GPO over T-HOO, PyXAB's default base) are timed as DOO
+VPCT, SequOOL, StroquOOL and Zooming (PyXAB's defaults; POO and GPO over T-HOO, PyXAB's default base) are timed as DOO
 and SOO: PyXAB for at most TIME_BUDGET seconds of one run, the batched runs with both rules where
 the algorithm has a ``pyxab`` switch (``-pyxab`` rows).
 """
@@ -36,7 +36,21 @@ import harness  # noqa: E402,F401  (the project on the import path)
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
-from fedpne_jax.algorithms.trees import doo, gpo, hct, hoo, pct, poo, sequool, soo, stosoo, stroquool, vhct, vpct  # noqa: E402
+from fedpne_jax.algorithms.trees import (  # noqa: E402  # noqa: E402
+    doo,
+    gpo,
+    hct,
+    hoo,
+    pct,
+    poo,
+    sequool,
+    soo,
+    stosoo,
+    stroquool,
+    vhct,
+    vpct,
+    zooming,
+)
 from fedpne_jax.core.result import device_name  # noqa: E402
 from tests.support.reference import FUNCTIONS  # noqa: E402
 
@@ -87,14 +101,14 @@ def _pyxab_algorithm(name: str, T: int):
     import importlib
     domain = [[0.0, 1.0]]
     cls = {"doo": "DOO", "soo": "SOO", "stosoo": "StoSOO", "vhct": "VHCT", "poo": "POO", "gpo": "GPO",
-           "pct": "PCT", "vpct": "VPCT", "sequool": "SequOOL", "stroquool": "StroquOOL"}[name]
+           "pct": "PCT", "vpct": "VPCT", "sequool": "SequOOL", "stroquool": "StroquOOL", "zooming": "Zooming"}[name]
     algo = getattr(importlib.import_module(f"PyXAB.algos.{cls}"), cls)
     if name in ("poo", "gpo"):
         from PyXAB.algos.HOO import T_HOO
         return algo(rounds=T, domain=domain, algo=T_HOO)
     if name in ("pct", "vpct"):
         return algo(rounds=T, domain=domain)
-    return algo(domain=domain) if name == "vhct" else algo(n=T, domain=domain)
+    return algo(domain=domain) if name in ("vhct", "zooming") else algo(n=T, domain=domain)
 
 
 def pyxab_budget_rate(name: str, T: int, budget: float):
@@ -168,6 +182,7 @@ def rows(quick: bool) -> list[dict]:
         configs[f"{name}-pyxab"] = cls(horizon=T, noise=noise, pyxab=True)
     configs["sequool"] = sequool.SequOOLConfig(horizon=T, noise=noise)
     configs["stroquool"] = stroquool.StroquOOLConfig(horizon=T, noise=noise)
+    configs["zooming"] = zooming.ZoomingConfig(horizon=T, noise=noise)
     references = {}
     for label, config in configs.items():
         base = label.split("-")[0]
