@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import fedpne_jax as fp
 import objectives
+from fedpne_jax.algorithms.trees import sequool, stroquool
 from fedpne_jax.core import executor, registry
 from fedpne_jax.core.config import MAX_CLIENTS, MAX_HORIZON
 
@@ -77,11 +78,16 @@ VALID_NOISE = st.one_of(st.sampled_from(["none", "bernoulli", "gaussian", "unifo
                                   st.floats(0.0, 100.0)))
 
 
-# T >= 8: GPO and PCT at their default rhomax need T >= 2N (N = 4 at T = 8); their refusals of
-# shorter horizons are tests/test_gpo.py's.
+# T >= 8: GPO and PCT at their default rhomax need T >= 2N (N = 4 at T = 8); StroquOOL T >= 68;
+# SequOOL and StroquOOL build their schedules on the host, up to 10^7 rounds.  (Their refusals
+# outside these ranges are tests/test_gpo.py's, test_sequool.py's and test_stroquool.py's.)
+HORIZONS = {"sequool": (8, sequool.MAX_HORIZON), "stroquool": (stroquool.min_horizon(), stroquool.MAX_HORIZON)}
+
+
 @settings(max_examples=40, **SETTINGS)
-@given(name=st.sampled_from(list(ALGORITHMS)), horizon=st.integers(8, MAX_HORIZON), data=st.data())
-def test_make_config_builds_every_algorithm_from_valid_shared_values(name, horizon, data):
+@given(name=st.sampled_from(list(ALGORITHMS)), data=st.data())
+def test_make_config_builds_every_algorithm_from_valid_shared_values(name, data):
+    horizon = data.draw(st.integers(*HORIZONS.get(name, (8, MAX_HORIZON))))
     checkpoints = data.draw(st.integers(1, min(horizon, 500)))
     noise = data.draw(VALID_NOISE)
     config = fp.make_config(name, horizon=horizon, checkpoints=checkpoints, noise=noise)

@@ -48,6 +48,16 @@ from fedpne_jax.algorithms.trees import tree
 from fedpne_jax.core.algorithm import Style
 
 
+def check_horizon(name: str, horizon: int, most: int) -> None:
+    """A schedule decided on the host is bounded by what the host builds in a moment."""
+    if horizon > most:
+        raise ValueError(f"horizon: {name}'s schedule is built on the host and held in the program, for at most "
+                         f"{most:,} rounds, got horizon={horizon}")
+
+
+MAX_HORIZON = 10**7      # the schedule is built on the host and held in the program (61,758 depths here)
+
+
 @functools.lru_cache(maxsize=64)
 def harmonic(n: int) -> float:
     """H_n = 1 + 1/2 + ... + 1/n, added in increasing order in float64 as PyXAB's loop adds it
@@ -122,6 +132,10 @@ def _all_depths(h_max: int):
 @dataclasses.dataclass(frozen=True)
 class SequOOLConfig(tree.TreeConfig):
     """SequOOL has no parameter beside the tree's: PyXAB's budget n is the horizon."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_horizon("SequOOL", self.horizon, MAX_HORIZON)
 
     @property
     def capacity(self) -> int:

@@ -42,10 +42,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.algorithms.trees import tree
-from fedpne_jax.algorithms.trees.sequool import harmonic
+from fedpne_jax.algorithms.trees.sequool import check_horizon, harmonic
 from fedpne_jax.core.algorithm import Style
 
 PAIRWISE_BLOCK = 128     # numpy's PW_BLOCKSIZE: longer sums split in two (at a multiple of 8)
+MAX_HORIZON = 10**7      # the schedule is built on the host and held in the program (31,929 steps here)
 
 
 def _leaves(n: int, start: int = 0) -> list:
@@ -157,7 +158,8 @@ def schedule(horizon: int) -> Schedule:
     made = np.concatenate([[0], np.cumsum(opens)])                    # openings before each step
     firsts = {h: k for k, h in reversed(list(enumerate(depth)))}      # each depth's first step
     depth_first = [1] + [3 + 2 * int(made[firsts[h - 1]]) for h in range(2, h_max + 1)]
-    depth_count = [2] + [2 * int(opens[np.asarray(depth) == h - 1].sum()) for h in range(2, h_max + 1)]
+    opened_at = np.bincount(depth, weights=opens, minlength=h_max + 1)  # openings per depth
+    depth_count = [2] + [2 * int(opened_at[h - 1]) for h in range(2, h_max + 1)]
     return Schedule(h_max=h_max, p_max=p_max, depth=tuple(depth), p=tuple(p), first=tuple(first),
                     cv_start=stamp + 1, end=stamp + 1 + (p_max + 1) * h_max, depth_first=tuple(depth_first),
                     depth_count=tuple(depth_count), offset=tuple(offset), sizes=sizes,
@@ -203,6 +205,7 @@ class StroquOOLConfig(tree.TreeConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        check_horizon("StroquOOL", self.horizon, MAX_HORIZON)
         plan = schedule(self.horizon)
         if plan.end > self.horizon + 1:
             raise ValueError(f"horizon: StroquOOL's cross-validation ends in round {plan.end - 1}, after "
