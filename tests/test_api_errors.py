@@ -15,6 +15,7 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
+from fedpne_jax.algorithms.trees import stroquool
 from fedpne_jax.core import executor, registry
 from fedpne_jax.core import run as run_lib
 from fedpne_jax.core.config import BaselineConfig
@@ -209,16 +210,17 @@ def test_every_baseline_derives_the_shared_config():
 
 @pytest.mark.parametrize("name", BASELINES)
 def test_more_checkpoints_than_rounds_is_refused_naming_both(name):
+    T = stroquool.min_horizon() if name == "stroquool" else 50      # StroquOOL needs T >= 68
     message = ("checkpoints must be <= horizon (each checkpoint is a distinct round of the T rounds), "
-               "got checkpoints=1000, horizon=50")
+               f"got checkpoints=1000, horizon={T}")
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
-        fp.make_config(name, horizon=50, checkpoints=1000)
-    with pytest.raises(ValueError, match=r"got checkpoints=51, horizon=50$"):
-        fp.make_config(name, horizon=50, checkpoints=51)
-    with pytest.raises(ValueError, match=r"got checkpoints=100, horizon=50$"):
-        fp.make_config(name, horizon=50)                 # the default of 100 too
-    rounds = fp.make_config(name, horizon=50, checkpoints=50).checkpoint_rounds
-    np.testing.assert_array_equal(rounds, np.arange(1, 51))
+        fp.make_config(name, horizon=T, checkpoints=1000)
+    with pytest.raises(ValueError, match=rf"got checkpoints={T + 1}, horizon={T}$"):
+        fp.make_config(name, horizon=T, checkpoints=T + 1)
+    with pytest.raises(ValueError, match=rf"got checkpoints=100, horizon={T}$"):
+        fp.make_config(name, horizon=T)                 # the default of 100 too
+    rounds = fp.make_config(name, horizon=T, checkpoints=T).checkpoint_rounds
+    np.testing.assert_array_equal(rounds, np.arange(1, T + 1))
 
 
 def test_the_checkpoint_check_follows_the_other_checks():
