@@ -125,17 +125,24 @@ class HCT(Instance):
             node = best_child(node)
         return node
 
+    def credit(self, node, reward):
+        node.credit(reward)
+
+    def grows(self, node, t) -> bool:
+        return node.count >= self.tau(node.depth, t) and (node.children is None or self.expand == "pyxab")
+
     def receive(self, reward, dim):
+        """Every U and B at t = t+, then credit, U and B; expand under the instance's rule."""
         self.received()
         t, node = self.iteration, self.last
         if t == self.tplus(t):
             for n in all_nodes(self.root):
                 n.u = self.u_value(n, t)
             backward_b(self.root)
-        node.credit(reward)
+        self.credit(node, reward)
         node.u = self.u_value(node, t)
         backward_b(self.root)
-        if node.count >= self.tau(node.depth, t) and (node.children is None or self.expand == "pyxab"):
+        if self.grows(node, t):
             self.grow(node, dim(node))
         self.iteration += 1
 
@@ -206,20 +213,11 @@ class VHCT(Instance):
     def choose(self):
         return self.select(store=True)
 
-    def receive(self, reward, dim):
-        self.received()
-        t, node = self.iteration, self.last
-        if t == self.tplus(t):
-            for n in all_nodes(self.root):
-                n.u = self.u_value(n, t)
-            backward_b(self.root)
-        self.credit(node, reward)
-        node.u = self.u_value(node, t)
-        backward_b(self.root)
+    def grows(self, node, t) -> bool:
         threshold = node.tau if self.pyxab else self.tau(node, t)
-        if node.count >= threshold and (node.children is None or self.pyxab):
-            self.grow(node, dim(node))
-        self.iteration += 1
+        return node.count >= threshold and (node.children is None or self.pyxab)
+
+    receive = HCT.receive
 
 
 class HOO(Instance):
