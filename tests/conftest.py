@@ -3,13 +3,23 @@ pass (tests/test_contract.py).  A new algorithm registered in fedpne_jax.core.re
 suite until it has an entry here.  (The built-in ones: tests/test_plugins.py registers an example
 algorithm in its own process, which must not change what other test files see.)
 
-The parallel workers share no compilation cache: a shared persistent cache saved about 11 s of the
-suite's 1,100 s of compilation, and in one run jaxlib crashed (a segmentation fault) while writing
-an executable to it, which left pytest-xdist waiting for the dead worker."""
+The parallel workers share no compilation cache (a shared persistent cache saved about 11 s of the
+suite's 1,100 s of compilation), and each test file's compiled programs are dropped when the file
+ends: a worker that kept all of them grew past 4.8 GB, and twice a worker that old crashed inside
+XLA's compiler (a segmentation fault), which leaves pytest-xdist waiting for it."""
+import jax
 import pytest
 
 import objectives
 from fedpne_jax.algorithms import BUILTIN
+from fedpne_jax.core import executor
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _programs_of_one_file():
+    yield
+    executor._compiled.clear()
+    jax.clear_caches()
 
 
 def pytest_generate_tests(metafunc):
