@@ -14,10 +14,16 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.algorithms.trees import sequool, tree
+from fedpne_jax.algorithms.trees import sequool
 from fedpne_jax.core import executor
 from tests.support import reference_sequool
-from tests.support.helpers import assert_same_tree_run, pyxab_run, traced_tree_run, two_sample_z
+from tests.support.helpers import (
+    assert_runs_equal_reference,
+    assert_same_tree_run,
+    pyxab_run,
+    traced_tree_run,
+    two_sample_z,
+)
 
 T = 200
 SEEDS = 200
@@ -62,11 +68,8 @@ def test_garland_evaluates_pyxabs_own_sequool_points(garland, garland_runs):
 @pytest.mark.parametrize("split,horizon", [("random", 300), ("longest", 300), ("random", 13)])
 def test_noise_free_himmelblau_evaluates_the_reference_points(himmelblau, split, horizon):
     config = _config(horizon, split=split)
-    seeds = [0, 5]
-    out, static = traced_tree_run(sequool, config, himmelblau, seeds)
-    for i, seed in enumerate(seeds):
-        dims = tree.run_split_dims(executor.seed_key(0, seed), config.horizon, static.chunk, 2, "float64")
-        assert_same_tree_run(out, i, reference(config, "himmelblau", 2, dims))
+    out = assert_runs_equal_reference(sequool, config, himmelblau, [0, 5],
+                                      lambda dims: reference(config, "himmelblau", 2, dims))
     assert (split == "longest") == np.array_equal(out.points[0], out.points[1])    # random partitions differ
     plan = sequool.schedule(horizon)
     if horizon == 300:

@@ -15,10 +15,16 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.algorithms.trees import stroquool, tree
+from fedpne_jax.algorithms.trees import stroquool
 from fedpne_jax.core import executor
 from tests.support import reference_stroquool
-from tests.support.helpers import assert_same_tree_run, pyxab_run, traced_tree_run, two_sample_z
+from tests.support.helpers import (
+    assert_runs_equal_reference,
+    assert_same_tree_run,
+    pyxab_run,
+    traced_tree_run,
+    two_sample_z,
+)
 
 T = 1000
 SEEDS = 100
@@ -65,11 +71,8 @@ def test_garland_evaluates_pyxabs_own_stroquool_points(garland, garland_runs):
 @pytest.mark.parametrize("split", ["random", "longest"])
 def test_noise_free_himmelblau_evaluates_the_reference_points(himmelblau, split):
     config = _config(split=split)
-    seeds = [0, 3]
-    out, static = traced_tree_run(stroquool, config, himmelblau, seeds)
-    for i, seed in enumerate(seeds):
-        dims = tree.run_split_dims(executor.seed_key(0, seed), T, static.chunk, 2, "float64")
-        assert_same_tree_run(out, i, reference(config, "himmelblau", 2, dims))
+    out = assert_runs_equal_reference(stroquool, config, himmelblau, [0, 3],
+                                      lambda dims: reference(config, "himmelblau", 2, dims))
     assert (split == "longest") == np.array_equal(out.points[0], out.points[1])    # random partitions differ
 
 
