@@ -1,8 +1,8 @@
 """The objective protocol shared by every algorithm of fedpne-jax.
 
-An objective is a frozen pytree: its name, box, optimum and functions are static (they decide the
-compiled program), its ``data`` (client shifts, datasets, ...) are leaves, so a batch of objectives
-can be vmapped and data never forces a recompilation.
+An objective is a frozen pytree: its name, box and functions are static (they decide the compiled
+program), its optimum ``f_star`` and its ``data`` (client shifts, datasets, ...) are leaves, so a
+batch of objectives can be vmapped, and neither data nor another f* forces a recompilation.
 
 The federated problem has M local objectives f_1..f_M and the global objective
 f = (1/M) * sum_m f_m.  ``global_fn(data, x)`` must return exactly that mean (the engine samples the
@@ -41,8 +41,9 @@ MEAN_RTOL = 1e-5
 class Objective:
     """A federated objective.  Build one with :func:`objectives.make_objective` or directly.
 
-    Every field but ``data`` is static: part of the pytree's structure, compared by value (lo, hi,
-    f_star and num_clients are stored as Python numbers; NumPy scalars are accepted).
+    Every field but ``data`` and ``f_star`` is static: part of the pytree's structure, compared by
+    value (lo, hi, f_star and num_clients are stored as Python numbers; NumPy scalars are accepted).
+    Inside a traced function ``f_star`` is a scalar array.
 
     Attributes:
       name: used in results and error messages.
@@ -161,7 +162,7 @@ class Objective:
         return self.global_fn(self.data, x)
 
 
-_STATIC = ("name", "lo", "hi", "f_star", "num_clients", "global_fn", "local_fn")
+_STATIC = ("name", "lo", "hi", "num_clients", "global_fn", "local_fn")
 # How the engine calls each function: (field, call, argument count).
 _CALLS = (("global_fn", "global_fn(data, x)", 2), ("local_fn", "local_fn(data, x, m)", 3))
 _SHAPES_CHECKED: set = set()
@@ -169,11 +170,12 @@ _MEAN_CHECKED: set = set()
 
 
 def _flatten(objective: Objective):
-    return (objective.data,), objective._static_fields()
+    return (objective.data, objective.f_star), objective._static_fields()
 
 
 def _flatten_with_keys(objective: Objective):
-    return ((jax.tree_util.GetAttrKey("data"), objective.data),), objective._static_fields()
+    return (((jax.tree_util.GetAttrKey("data"), objective.data), (jax.tree_util.GetAttrKey("f_star"), objective.f_star)),
+            objective._static_fields())
 
 
 def _unflatten(static: tuple, children) -> Objective:
@@ -183,6 +185,7 @@ def _unflatten(static: tuple, children) -> Objective:
     for field, value in zip(_STATIC, static):
         object.__setattr__(objective, field, value)
     object.__setattr__(objective, "data", children[0])
+    object.__setattr__(objective, "f_star", children[1])
     return objective
 
 

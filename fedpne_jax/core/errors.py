@@ -4,12 +4,13 @@ Compiled runs cannot raise; they set FLAG_* bits instead, and the host turns the
 """
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from objectives.errors import MissingExtra, ObjectiveError
 
 __all__ = ["FLAG_CAPACITY", "FLAG_DEPTH", "FLAG_NONFINITE", "FLAG_RANGE", "FLAG_ABOVE_F_STAR", "F_STAR_RTOL",
-           "CapacityError", "ObjectiveError", "MissingExtra", "raise_for_objective"]
+           "f_star_tolerance", "CapacityError", "ObjectiveError", "MissingExtra", "raise_for_objective"]
 
 FLAG_CAPACITY = 1     # a node table overflowed
 FLAG_DEPTH = 2        # a run went deeper than the host-computed tables
@@ -23,6 +24,11 @@ OBJECTIVE_FLAGS = FLAG_NONFINITE | FLAG_RANGE | FLAG_ABOVE_F_STAR
 # BBOB instances whose f* was searched in float64), and float64 runs still read float32 data of the
 # objectives, so a tighter float64 bound would flag rounding, not a wrong f*.
 F_STAR_RTOL = 1e-5
+
+
+def f_star_tolerance(f_star):
+    """F_STAR_RTOL * max(1, |f*|): of a number on the host, of the run's traced f* inside a run."""
+    return F_STAR_RTOL * jnp.maximum(1.0, jnp.abs(f_star))
 
 
 class CapacityError(RuntimeError):
@@ -48,7 +54,7 @@ def raise_for_objective(objective, flags: np.ndarray, seed_ids: np.ndarray) -> N
     else:
         f_star = objective.f_star
         what = (f"returned a global value above its f* = {f_star!r} by more than {F_STAR_RTOL:g} x max(1, |f*|) "
-                f"= {F_STAR_RTOL * max(1.0, abs(f_star)):.3g} at a point the run pulled ({seeds}; the runs keep "
+                f"= {float(f_star_tolerance(f_star)):.3g} at a point the run pulled ({seeds}; the runs keep "
                 f"a flag, not the point: evaluate objective.value near their recommendations to find it); f* must "
                 f"be the supremum of the global objective over the box, else regret turns negative")
     raise ObjectiveError(f"objective {objective.name!r} {what}; no result was produced")

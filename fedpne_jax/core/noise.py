@@ -11,7 +11,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from fedpne_jax.core.errors import F_STAR_RTOL, FLAG_ABOVE_F_STAR, FLAG_NONFINITE, FLAG_RANGE
+from fedpne_jax.core.errors import FLAG_ABOVE_F_STAR, FLAG_NONFINITE, FLAG_RANGE, f_star_tolerance
 from objectives.ordered import no_contraction
 
 
@@ -56,21 +56,19 @@ def observe(key, kind: str, scale, values):
     return reward(kind, scale, scale ** 2 if kind == "gaussian" else None, values, u[0], u[1])
 
 
-def value_flags(kind: str, values, used, rewards: bool = True, f_star: float | None = None):
+def value_flags(kind: str, values, used, rewards: bool = True, f_star=None):
     """FLAG_NONFINITE if a used value is NaN/inf; with ``rewards`` (values that become rewards of
     noise ``kind``) also FLAG_RANGE if Bernoulli rewards meet a value outside [0, 1].  With
     ``f_star`` (the values are the global objective, whose regret f* - f is paid) also
-    FLAG_ABOVE_F_STAR if a used value exceeds f* by more than :func:`f_star_tolerance`."""
+    FLAG_ABOVE_F_STAR if a used value exceeds f* by more than :func:`fedpne_jax.core.errors.f_star_tolerance`."""
     flags = jnp.where(jnp.any(used & ~jnp.isfinite(values)), FLAG_NONFINITE, 0)
     if rewards and kind == "bernoulli":
         flags = flags | jnp.where(jnp.any(used & ((values < 0.0) | (values > 1.0))), FLAG_RANGE, 0)
     if f_star is not None:
         real = jnp.result_type(values.dtype, jnp.float32)     # integer values compare as reals
-        bound = jnp.asarray(f_star + f_star_tolerance(f_star), real)
+        # f* is the objective's data (a traced scalar), so the bound is computed in the run's precision.
+        f_star = jnp.asarray(f_star, real)
+        bound = f_star + f_star_tolerance(f_star)
         flags = flags | jnp.where(jnp.any(used & (values.astype(real) > bound)), FLAG_ABOVE_F_STAR, 0)
     return flags.astype(jnp.int32)
 
-
-def f_star_tolerance(f_star: float) -> float:
-    """How far a global value may exceed f* unflagged: errors.F_STAR_RTOL * max(1, |f*|)."""
-    return F_STAR_RTOL * max(1.0, abs(float(f_star)))
