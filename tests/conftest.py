@@ -7,12 +7,16 @@ The parallel workers share no compilation cache (a shared persistent cache saved
 suite's 1,100 s of compilation), and each test file's compiled programs are dropped when the file
 ends: a worker that kept all of them grew past 4.8 GB, and twice a worker that old crashed inside
 XLA's compiler (a segmentation fault), which leaves pytest-xdist waiting for it."""
+import fnmatch
+import os
+
 import jax
 import pytest
 
 import objectives
 from fedpne_jax.algorithms import BUILTIN
 from fedpne_jax.core import executor
+from tests.support import tiers
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -20,6 +24,40 @@ def _programs_of_one_file():
     yield
     executor._compiled.clear()
     jax.clear_caches()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--thorough", action="store_true", default=bool(os.environ.get("FEDPNE_THOROUGH")),
+                     help="also run the cases tests/support/tiers.py keeps out of the quick tier")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "thorough: a case of the thorough tier (tests/support/tiers.py)")
+
+
+def pytest_collection_modifyitems(config, items):
+    functions: dict = {}
+    for item in items:
+        function = item.nodeid.partition("[")[0]
+        functions.setdefault(function, []).append(tiers.thorough(item.nodeid))
+        if functions[function][-1]:
+            item.add_marker(pytest.mark.thorough)
+    empty = [f for f, marks in functions.items() if all(marks) and f not in tiers.WHOLE]
+    if empty:
+        raise pytest.UsageError(f"tests/support/tiers.py leaves no quick case of {empty}; name them in WHOLE")
+    if not (config.option.keyword or config.option.markexpr) and all(os.path.isdir(a) for a in config.args):
+        collected = {item.nodeid for item in items}
+        stale = [f"{path}::{pattern}" for path, patterns in tiers.CASES.items() for pattern in patterns
+                 if not any(n.startswith(path + "::") and fnmatch.fnmatchcase(n.partition("::")[2], pattern)
+                            for n in collected)] + [n for n in tiers.WHOLE if n not in collected]
+        if stale:
+            raise pytest.UsageError(f"tests/support/tiers.py names tests that do not exist: {stale}")
+    if config.getoption("--thorough"):
+        return
+    skip = pytest.mark.skip(reason="thorough tier: pytest --thorough (tests/support/tiers.py)")
+    for item in items:
+        if "thorough" in item.keywords:
+            item.add_marker(skip)
 
 
 def pytest_generate_tests(metafunc):
