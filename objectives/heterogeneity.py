@@ -59,6 +59,12 @@ class Shifted:
     def __call__(self, data, x, m):
         return self.f(x) + data["shift"][m]
 
+    @staticmethod
+    def outside_unit_interval(data) -> str | None:
+        if np.any(np.asarray(data["shift"]) != 0):
+            return "has 'shift' heterogeneity (N(0, 1) client shifts); use heterogeneity 'none'"
+        return None
+
 
 @dataclasses.dataclass(frozen=True)
 class FourierPerturbed:

@@ -19,6 +19,7 @@ Unflattening a pytree (inside jit, vmap, tree maps) rebuilds the value without r
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import inspect
@@ -122,6 +123,25 @@ class Objective:
         g, local = _probe_values(self, jnp.asarray(X, jnp.result_type(float)))
         check_mean(self.name, X, np.asarray(g, np.float64), np.asarray(local, np.float64))
         _MEAN_CHECKED.add(key)
+
+    def host_errors(self):
+        """The context every execution of a run on this objective is wrapped in.  Functions that run on
+        the host (objectives.python) provide ``host_errors(objective)``: failures recorded before are
+        forgotten on entry and the run's first failure is raised on exit; others need nothing."""
+        for fn in (self.global_fn, self.local_fn):
+            hook = getattr(fn, "host_errors", None)
+            if hook is not None:
+                return hook(self)
+        return contextlib.nullcontext()
+
+    def outside_unit_interval(self) -> str | None:
+        """Why local values may leave [0, 1], which Bernoulli rewards need, or None: f* outside (0, 1],
+        or what the local functions add to the global values (their ``outside_unit_interval(data)``,
+        e.g. the clients' shifts)."""
+        if not 0.0 < self.f_star <= 1.0:
+            return f"has f* = {self.f_star}"
+        hook = getattr(self.local_fn, "outside_unit_interval", None)
+        return None if hook is None else hook(self.data)
 
     def _static_fields(self) -> tuple:
         return tuple(getattr(self, f) for f in _STATIC)

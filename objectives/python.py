@@ -205,6 +205,10 @@ class PythonGlobal:
         return jax.pure_callback(self.host.global_callback(dt), jax.ShapeDtypeStruct(x.shape[:-1], dt), x,
                                  vmap_method="expand_dims")
 
+    @staticmethod
+    def host_errors(objective):
+        return host_errors(objective)
+
 
 @dataclasses.dataclass(frozen=True)
 class PythonLocal:
@@ -219,6 +223,10 @@ class PythonLocal:
         m = jnp.asarray(m, jnp.int32)
         return jax.pure_callback(self.host.local_callback(dt), jax.ShapeDtypeStruct(x.shape[:-1] + m.shape, dt),
                                  x, m, vmap_method="expand_dims")
+
+    @staticmethod
+    def host_errors(objective):
+        return host_errors(objective)
 
 
 def _host_of(objective) -> _Host | None:
@@ -261,7 +269,8 @@ def clear_pending(objective) -> None:
 @contextlib.contextmanager
 def host_errors(objective):
     """``with host_errors(objective): <execute a run>``: forgets earlier failures on entry and raises
-    the run's first failure on a normal exit (see :func:`raise_pending`); the engine's hook."""
+    the run's first failure on a normal exit (see :func:`raise_pending`); the engine enters it through
+    :meth:`objectives.Objective.host_errors`."""
     clear_pending(objective)
     yield
     raise_pending(objective)

@@ -128,12 +128,8 @@ def check_inputs(algorithm: Algorithm, config: Any, objective: Any) -> None:
         raise ValueError(f"num_clients: the config has M={config.num_clients} but objective "
                          f"{objective.name!r} was built for {objective.num_clients} clients")
     if config.noise_kind == "bernoulli":
-        if not 0.0 < objective.f_star <= 1.0:
-            raise ValueError(f"noise 'bernoulli' needs objective values in [0, 1]; objective {objective.name!r} "
-                             f"has f* = {objective.f_star}")
-        shift = objective.data.get("shift") if isinstance(objective.data, dict) else None
-        if shift is not None and np.any(np.asarray(shift) != 0):
-            raise ValueError(f"noise 'bernoulli' needs values in [0, 1], but objective {objective.name!r} has "
-                             f"'shift' heterogeneity (N(0, 1) client shifts); use heterogeneity 'none'")
+        why = objective.outside_unit_interval()
+        if why is not None:
+            raise ValueError(f"noise 'bernoulli' needs objective values in [0, 1]; objective {objective.name!r} {why}")
     if algorithm.check is not None:
         algorithm.check(config, objective)

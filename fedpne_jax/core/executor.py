@@ -28,7 +28,6 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from fedpne_jax.core import sharding
 from fedpne_jax.core.validation import SEED_MAX, is_int, is_seed
-from objectives.python import host_errors
 
 
 def seed_key(base_seed: int, seed: int):
@@ -149,7 +148,7 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
         if jax.config.jax_disable_jit:  # type: ignore[attr-defined]  # a runtime flag attribute
             p, base, i, g, o = device_args(params, base_seed, ids, grid, None, objective)
             start = time.perf_counter()
-            with host_errors(objective):
+            with objective.host_errors():
                 out = batch(run_single, static, p, o, base, i, g)
             return jax.tree.map(lambda a: np.asarray(a)[:n], out), 0.0, time.perf_counter() - start
         p, base, i, g, o = device_args(params, base_seed, ids, grid, mesh, objective)
@@ -157,7 +156,7 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
         start = time.perf_counter()
         # A Python objective's exception is kept on the host while the program runs (the call
         # returns NaN) and raised here with its own message, before the flags are read.
-        with host_errors(objective):
+        with objective.host_errors():
             out = jax.block_until_ready(exe(p, o, base, i, g))
         run_s = time.perf_counter() - start
         return jax.tree.map(lambda a: sharding.gather(a)[:n], out), compile_s, run_s
