@@ -162,6 +162,10 @@ def test_every_figure_builds_draws_and_summarises(tmp_path):
     bbob = json.load(open(tmp_path / "figures" / "bbob.json"))
     assert len(bbob["panels"]) == len(figures.BBOB) == 8
     assert all([s["key"] for s in p["series"]] == ["fedpne", "hct", "bbo"] for p in bbob["panels"])
+    # The X-armed gallery: one panel per problem, each with Fed-PNE and the whole family.
+    xarmed = json.load(open(tmp_path / "figures" / "xarmed.json"))
+    assert len(xarmed["panels"]) == 7
+    assert all([s["key"] for s in p["series"]] == ["fedpne", *figures.XARMED] for p in xarmed["panels"])
     # fig3's Garland panel holds each compared algorithm once, with its study's final regrets.
     fig3 = json.load(open(tmp_path / "figures" / "fig3.json"))
     garland = fig3["panels"][0]
@@ -173,7 +177,8 @@ def test_every_figure_builds_draws_and_summarises(tmp_path):
                   "Fed1-UCB's dilemma", "More clients lower the per-client regret (Thm. 3.1, App. E, benefit of many clients): COVID",
                   "tuning the MLP (App. E, MNIST): Digits", "Communication rounds grow logarithmically",
                   "Privacy costs regret", "Regret grows sublinearly in T (Thm. 3.1): Garland",
-                  "A large c explores slower", "| Garland | BBO |", "depends on the global objective only"):
+                  "A large c explores slower", "| Garland | BBO |", "depends on the global objective only",
+                  "### The X-armed family", " | f21 Gallagher 101, D = 2 | mean rank |"):
         assert claim in text, claim
 
 

@@ -86,6 +86,14 @@ BBOB_FUNCTIONS = (1, 8, 15, 21)     # sphere, Rosenbrock, rotated Rastrigin, Gal
 BBOB_DIMS = (2, 5)
 BBOB = tuple({"name": f"bbob-f{f}", "dim": d} for d in BBOB_DIMS for f in BBOB_FUNCTIONS)
 BBOB_NAMES = {1: "sphere", 8: "Rosenbrock", 15: "Rastrigin", 21: "Gallagher 101"}
+# The X-armed family beside Fed-PNE: PyXAB's defaults (pyxab=True where an algorithm has the field), with
+# the paper's nu = 1, rho = 0.75 where an algorithm has them (App. E).
+XARMED = ("hoo", "hct", "doo", "soo", "stosoo", "vhct", "poo", "gpo", "pct", "vpct", "sequool", "stroquool", "zooming")
+XARMED_OBJECTIVES = ("garland", "doublesine", "himmelblau") + tuple({"name": f"bbob-f{f}", "dim": 2}
+                                                                    for f in BBOB_FUNCTIONS)
+_NU_RHO = {"nu": 1.0, "rho": 0.75}
+XARMED_PARAMS = {"hct": HCT, "hoo": _NU_RHO, "zooming": _NU_RHO, "vhct": {**_NU_RHO, "pyxab": True},
+                 **{name: {"pyxab": True} for name in ("soo", "stosoo", "poo", "gpo", "pct", "vpct")}}
 FOURIER = tuple({"name": f, "heterogeneity": "fourier", "amplitude": a} for f in SYNTHETIC for a in (0.0, 0.1, 0.3, 1.0, 3.0))
 
 STUDIES = {s.name: s for s in [
@@ -129,6 +137,8 @@ STUDIES = {s.name: s for s in [
     Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=1.1),
     Study("bbob", BBOB, ("fedpne", "hct", "bbo"), full=Size((3_000,), 20), quick=Size((300,), 3),
           params={"hct": HCT}, minutes=1.9),
+    Study("xarmed", XARMED_OBJECTIVES, ("fedpne",) + XARMED, full=Size((10_000,), 100), quick=Size((300,), 3),
+          params=XARMED_PARAMS, minutes=12.0),
     Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
           minutes=0.1),
@@ -316,6 +326,21 @@ def _bbob(r) -> list[dict]:
     return panels
 
 
+def _objective_name(objective) -> str:
+    return objective if isinstance(objective, str) else objective["name"]
+
+
+def _xarmed(r) -> list[dict]:
+    res = r["xarmed"]
+    panels = []
+    for objective in map(_objective_name, XARMED_OBJECTIVES):
+        series = [curve(res, _one(res, objective=objective, algorithm=a), _label(a), a) for a in ("fedpne",) + XARMED]
+        f = objective.removeprefix("bbob-f")
+        title = f"f{f} {BBOB_NAMES[int(f)]}, D = 2" if f != objective else TITLES.get(objective, objective.title())
+        panels.append(_regret_panel(objective, title, series))
+    return panels
+
+
 def _horizon(r, study, objective) -> int:
     res = r[study]
     return res.configs[res.find(objective=objective)[0]]["horizon"]
@@ -426,6 +451,8 @@ FIGURES = {f.name: f for f in [
            ("horizons-synthetic",), _rate, columns=2),
     Figure("bbob", "COCO's BBOB functions (instance 1, [-5, 5]^D, regret = precision f - f_opt; per client for the "
                    "federated algorithms; mean ± 1 std)", ("bbob",), _bbob, columns=4),
+    Figure("xarmed", "The X-armed family and Fed-PNE (M = 10; PyXAB's defaults, ν = 1, ρ = 0.75 where they apply; "
+                     "per client for Fed-PNE; mean ± 1 std)", ("xarmed",), _xarmed, columns=4),
     Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ", ("sensitivity",), _sensitivity, columns=1,
            width=COLUMN_WIDTH, row_height=2.8),
 ]}

@@ -108,6 +108,35 @@ def _regret_tables(figures, lines, claims):
         lines.append("")
 
 
+def _ranking(figures, lines):
+    """The X-armed gallery: each algorithm's final regret per problem with its rank there (1 = least
+    regret); bold where it is not significantly above the problem's best."""
+    fig = figures.get("xarmed")
+    if fig is None:
+        return
+    panels = fig["panels"]
+    keys = [s["key"] for s in panels[0]["series"]]
+    labels = {s["key"]: s["label"] for s in panels[0]["series"]}
+    lines += ["### The X-armed family: final regret at round T per problem (mean ± s.e., rank)", "",
+              # Titles without the panel letters build() gives them.
+              "| algorithm | " + " | ".join(p["title"].partition(") ")[2] or p["title"] for p in panels)
+              + " | mean rank |",
+              "|---|" + "---|" * len(panels) + "---|"]
+    cells = {k: [] for k in keys}
+    ranks = {k: [] for k in keys}
+    for p in panels:
+        by_key = {s["key"]: s for s in p["series"]}
+        order = sorted(by_key, key=lambda k: by_key[k]["final"]["mean"])
+        best = _final(by_key[order[0]])
+        for rank, k in enumerate(order, 1):
+            text = f"{_fmt(*_final(by_key[k]))} ({rank})"
+            cells[k].append(text if significant(best, _final(by_key[k])) else f"**{text}**")
+            ranks[k].append(rank)
+    for k in sorted(keys, key=lambda k: sum(ranks[k])):
+        lines.append(f"| {labels[k]} | " + " | ".join(cells[k]) + f" | {sum(ranks[k]) / len(ranks[k]):.1f} |")
+    lines.append("")
+
+
 def log_fit(T, y) -> dict:
     """y = a + b log10 T by least squares: b (per decade), R^2, and the log-log slope of y vs T."""
     x = np.log10(np.asarray(T, float))
@@ -312,6 +341,7 @@ def render(figures: dict, skipped: list = (), figure_dir: str = "figures/") -> s
     _rate(figures, claims)
     _sensitivity(figures, claims)
     _heterogeneity(figures, body, claims)
+    _ranking(figures, body)
     lines += ["## The paper's claims", "", "| claim | verdict | evidence |", "|---|---|---|"]
     lines += [f"| {c} | {v} | {n} |" for c, v, n in claims]
     lines += ["", "## Numbers", ""] + body
