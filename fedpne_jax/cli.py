@@ -174,7 +174,9 @@ def _reproduce_parser(sub):
                        description="Run the sweeps a figure needs (resumable: a rerun finishes them), then write "
                                    "OUT/figures/FIGURE.{png,json,csv} and OUT/SUMMARY.md.\n\nfigures:\n"
                                    + "\n".join(lines))
-    p.add_argument("figures", nargs="+", metavar="FIGURE", help="figure names, or all")
+    galleries = [name for name in figures.NAMES if name not in figures.ALL]
+    p.add_argument("figures", nargs="+", metavar="FIGURE",
+                   help=f"figure names, or all (every figure but {', '.join(galleries)}, which run by name)")
     p.add_argument("--quick", action="store_true", help="small T and few seeds: every figure in minutes")
     p.add_argument("--seeds", type=int, default=None, help="seeds of every study (default: the study's, "
                    "100 where runs are cheap)")

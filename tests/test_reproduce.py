@@ -15,7 +15,7 @@ from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.store import write_json
 from fedpne_jax.paper import figures, summary
 from fedpne_jax.paper.plot import draw
-from fedpne_jax.paper.reproduce import reproduce
+from fedpne_jax.paper.reproduce import reproduce, resolve
 from tests.support.fake_sweeps import fake_results
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -255,6 +255,14 @@ def test_plot_command_draws_runs_and_sweeps(quick, tmp_path, capsys):
 def test_output_folder_must_exist(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_all_leaves_out_the_galleries_that_run_by_name():
+    assert resolve("all") == [n for n in figures.NAMES if n != "xarmed"]
+    assert resolve(["xarmed", "all", "fig3"])[0] == "xarmed"
+    assert resolve(["all", "xarmed"])[-1] == "xarmed" and resolve(["xarmed"]) == ["xarmed"]
+    with pytest.raises(ValueError, match="unknown figure.*'fig99'"):
+        resolve(["all", "fig99"])
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -424,6 +424,7 @@ class Figure:
     paper: str = ""               # where the paper shows it ("" for new studies)
     width: float = FULL_WIDTH     # inches; the height is row_height per row plus the title and legend
     row_height: float = 2.1       # inches
+    in_all: bool = True           # whether `fedpne reproduce all` draws it (galleries run by name)
 
 
 FIGURES = {f.name: f for f in [
@@ -454,11 +455,13 @@ FIGURES = {f.name: f for f in [
     Figure("bbob", "COCO's BBOB functions (instance 1, [-5, 5]^D, regret = precision f - f_opt; per client for the "
                    "federated algorithms; mean ± 1 std)", ("bbob",), _bbob, columns=4),
     Figure("xarmed", "The X-armed family and Fed-PNE (M = 10; PyXAB's defaults, ν = 1, ρ = 0.75 where they apply; "
-                     "per client for Fed-PNE; mean ± 1 s.e.)", ("xarmed",), _xarmed, columns=4),
+                     "per client for Fed-PNE; mean ± 1 s.e.)", ("xarmed",), _xarmed, columns=4,
+           in_all=False),       # 98 programs: it alone would triple `all --quick`
     Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ", ("sensitivity",), _sensitivity, columns=1,
            width=COLUMN_WIDTH, row_height=2.8),
 ]}
 NAMES = tuple(FIGURES)
+ALL = tuple(name for name in NAMES if FIGURES[name].in_all)     # what `fedpne reproduce all` draws
 
 
 def studies_of(names) -> list[str]:

@@ -39,17 +39,16 @@ def folder(out: str, quick: bool, seeds: int | None) -> str:
 
 
 def resolve(names) -> list[str]:
-    """Figure names from the command line ('all' or names); an unknown name is an error naming the choices."""
+    """Figure names from the command line ('all' and/or names); an unknown name is an error naming the choices."""
     names = [names] if isinstance(names, str) else list(names)
     if not names:
         raise ValueError(f"name a figure or 'all'; the figures are {', '.join(figs.NAMES)}")
-    if "all" in names:
-        return list(figs.NAMES)
-    unknown = [n for n in names if n not in figs.FIGURES]
+    unknown = [n for n in names if n not in figs.FIGURES and n != "all"]
     if unknown:
         raise ValueError(f"unknown figure(s) {', '.join(map(repr, unknown))}; the figures are "
                          f"{', '.join(figs.NAMES)} or all")
-    return list(dict.fromkeys(names))
+    # 'all' is every figure but the galleries run by name (figures.ALL); named ones join it.
+    return list(dict.fromkeys(n for name in names for n in (figs.ALL if name == "all" else (name,))))
 
 
 def expected_minutes(names, seeds: int | None = None) -> float:
