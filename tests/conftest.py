@@ -4,9 +4,10 @@ suite until it has an entry here.  (The built-in ones: tests/test_plugins.py reg
 algorithm in its own process, which must not change what other test files see.)
 
 The parallel workers share no compilation cache (a shared persistent cache saved about 11 s of the
-suite's 1,100 s of compilation), and each test file's compiled programs are dropped when the file
-ends: a worker that kept all of them grew past 4.8 GB, and twice a worker that old crashed inside
-XLA's compiler (a segmentation fault), which leaves pytest-xdist waiting for it."""
+suite's 1,100 s of compilation).  Each test file's run programs are dropped when the file ends, and
+every other cached program once the worker holds KEEP_CACHES_BELOW: a worker that kept all of them
+grew past 4.8 GB, and twice a worker that old crashed inside XLA's compiler (a segmentation fault),
+which leaves pytest-xdist waiting for it."""
 import fnmatch
 import os
 
@@ -18,12 +19,27 @@ from fedpne_jax.algorithms import BUILTIN
 from fedpne_jax.core import executor
 from tests.support import tiers
 
+# A worker keeps the small programs every file uses (random keys, conversions: about a tenth of the
+# suite's compilation) until its memory passes this; each file's run programs are dropped at its end.
+KEEP_CACHES_BELOW = 2.5 * 2**30
+
+
+def _resident_bytes() -> float:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return float("inf")      # unknown: clear everything, as a worker without the check would
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _programs_of_one_file():
     yield
     executor._compiled.clear()
-    jax.clear_caches()
+    executor._jitted.clear_cache()
+    executor._jitted_sharded.clear_cache()
+    if _resident_bytes() > KEEP_CACHES_BELOW:
+        jax.clear_caches()
 
 
 def pytest_addoption(parser):
