@@ -8,7 +8,6 @@ suite's 1,100 s of compilation).  Each test file's run programs are dropped when
 every other cached program once the worker holds KEEP_CACHES_BELOW: a worker that kept all of them
 grew past 4.8 GB, and twice a worker that old crashed inside XLA's compiler (a segmentation fault),
 which leaves pytest-xdist waiting for it."""
-import fnmatch
 import os
 
 import jax
@@ -62,10 +61,7 @@ def pytest_collection_modifyitems(config, items):
     if empty:
         raise pytest.UsageError(f"tests/support/tiers.py leaves no quick case of {empty}; name them in WHOLE")
     if not (config.option.keyword or config.option.markexpr) and all(os.path.isdir(a) for a in config.args):
-        collected = {item.nodeid for item in items}
-        stale = [f"{path}::{pattern}" for path, patterns in tiers.CASES.items() for pattern in patterns
-                 if not any(n.startswith(path + "::") and fnmatch.fnmatchcase(n.partition("::")[2], pattern)
-                            for n in collected)] + [n for n in tiers.WHOLE if n not in collected]
+        stale = tiers.stale(item.nodeid for item in items)
         if stale:
             raise pytest.UsageError(f"tests/support/tiers.py names tests that do not exist: {stale}")
     if config.getoption("--thorough"):

@@ -64,9 +64,19 @@ WHOLE = {
 }
 
 
+def _matches(nodeid: str, path: str, pattern: str) -> bool:
+    file, _, name = nodeid.partition("::")
+    return file == path and fnmatch.fnmatchcase(name, pattern)
+
+
 def thorough(nodeid: str) -> bool:
     """Whether the test ``nodeid`` runs in the thorough tier only."""
-    if nodeid in WHOLE:
-        return True
-    path, _, name = nodeid.partition("::")
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in CASES.get(path, ()))
+    path = nodeid.partition("::")[0]
+    return nodeid in WHOLE or any(_matches(nodeid, path, pattern) for pattern in CASES.get(path, ()))
+
+
+def stale(nodeids) -> list[str]:
+    """The entries of CASES and WHOLE that name none of ``nodeids`` (the whole suite's)."""
+    nodeids = set(nodeids)
+    return ([f"{path}::{pattern}" for path, patterns in CASES.items() for pattern in patterns
+             if not any(_matches(n, path, pattern) for n in nodeids)] + [n for n in WHOLE if n not in nodeids])
