@@ -143,7 +143,7 @@ def _update(static: DOOStatic, params: DOOParams, table, leaves: tree.Tournament
 
 
 POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.best_evaluated, root_expanded=False,
-                         init=lambda static, params, table: tree.tournament(static.tree))
+                         init=lambda static, params, table, key: tree.tournament(static.tree))
 
 
 ALGORITHM = tree.algorithm("doo", DOOConfig, make_static, make_params, POLICY,

@@ -203,6 +203,7 @@ class State(NamedTuple):
     points: jax.Array        # (N, D) the cross-validated points (PyXAB's V_x)
     value: jax.Array         # (N,) their average rewards (V)
     listed: jax.Array        # (N,) bool: in the list yet
+    key: Any                 # the run's key, which every instance's init is given
 
 
 def _round(static: GPOStatic, t):
@@ -228,14 +229,14 @@ def _base(static: GPOStatic) -> meta.Base:
     return meta.BASES[static.base_name]
 
 
-def _init(static: GPOStatic, params: GPOParams, table) -> State:
+def _init(static: GPOStatic, params: GPOParams, table, key) -> State:
     policy = _base(static).policy
     first = meta.pick(params.instances, 0)
-    extra = policy.init(static.base, first, table)
+    extra = policy.init(static.base, first, table, key)
     shape = jax.eval_shape(lambda: policy.select(static.base, first, table, extra, jnp.int32(1))[0])
     n, dim, dtype = static.slots, static.tree.dim, static.tree.dtype
     return State(extra, jnp.int32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape),
-                 jnp.zeros((dim,), dtype), jnp.zeros((n, dim), dtype), jnp.zeros((n,), dtype), jnp.zeros((n,), bool))
+                 jnp.zeros((dim,), dtype), jnp.zeros((n, dim), dtype), jnp.zeros((n,), dtype), jnp.zeros((n,), bool), key)
 
 
 def _best(state: State):
@@ -291,14 +292,15 @@ def _update(static: GPOStatic, params: GPOParams, table, state: State, last: tre
         held=jnp.where(active & ((kind == RUN) | (kind == EVAL)), last.point, state.held),
         points=state.points.at[slot].set(jnp.where(listing, last.point, state.points[slot])),
         value=state.value.at[slot].set(jnp.where(evaluating, mu, jnp.where(listing, 0, v))),
-        listed=state.listed.at[slot].set(state.listed[slot] | listing))
+        listed=state.listed.at[slot].set(state.listed[slot] | listing), key=state.key)
     if not static.pyxab:
         starting = active & (t % (2 * half) == 0) & (t < 2 * n * half)
 
         def start(operand):
             table, extra = operand
             table = _fresh(static.tree, table, last.split_u)
-            return table, policy.init(static.base, meta.pick(params.instances, jnp.minimum(slot + 1, n - 1)), table)
+            return table, policy.init(static.base, meta.pick(params.instances, jnp.minimum(slot + 1, n - 1)), table,
+                                     state.key)
 
         table, extra = jax.lax.cond(starting, start, lambda operand: operand, (table, state.base))
         state = state._replace(base=extra, clock=jnp.where(starting, 0, state.clock))

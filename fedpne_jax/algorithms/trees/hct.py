@@ -252,7 +252,7 @@ def _refresh(static: HCTStatic, params: HCTParams, k, table, pending: Pending):
 
 POLICY = tree.TreePolicy(
     select=tree.descent(_stop_rule), update=_update, refresh=_refresh,
-    init=lambda static, params, table: Pending(jnp.zeros((static.tree.height + 1,), jnp.int32), jnp.int32(0)))
+    init=lambda static, params, table, key: Pending(jnp.zeros((static.tree.height + 1,), jnp.int32), jnp.int32(0)))
 
 
 ALGORITHM = tree.algorithm("hct", HCTConfig, make_static, make_params, POLICY,

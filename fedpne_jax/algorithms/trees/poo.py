@@ -281,9 +281,9 @@ def _base(static: POOStatic) -> meta.Base:
     return meta.BASES[static.base_name]
 
 
-def _init(static: POOStatic, params: POOParams, tables) -> State:
+def _init(static: POOStatic, params: POOParams, tables, keys) -> State:
     policy = _base(static).policy
-    extras = jax.vmap(lambda p, tb: policy.init(static.base, p, tb))(params.instances, tables)
+    extras = jax.vmap(lambda p, tb, k: policy.init(static.base, p, tb, k))(params.instances, tables, keys)
     n = static.instances
     return State(extras, jnp.zeros((n,), jnp.int32), jnp.zeros((n,), static.tree.dtype))
 

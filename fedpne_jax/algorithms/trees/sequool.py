@@ -217,7 +217,7 @@ def _update(static: SequOOLStatic, params, table, order, last: tree.Last, t, act
     return table, order, overflow
 
 
-def _init(static: SequOOLStatic, params, table):
+def _init(static: SequOOLStatic, params, table, key):
     return jnp.zeros((static.schedule.sort_sizes[-1],), jnp.int32)
 
 

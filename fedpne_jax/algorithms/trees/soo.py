@@ -119,7 +119,7 @@ class Lists(NamedTuple):
     bound: jax.Array         # () int32 the sweep's last depth (paper)
 
 
-def _init(static: SOOStatic, params, table) -> Lists:
+def _init(static: SOOStatic, params, table, key) -> Lists:
     spec = static.tree
     H, dt = spec.height + 1, spec.dtype
     return Lists(sorted_value=jnp.full((spec.capacity,), -jnp.inf, dt),

@@ -199,7 +199,7 @@ class Sweep(NamedTuple):
     bound: jax.Array         # () int32 the sweep's last depth, read when it starts (paper)
 
 
-def _init(static: StoSOOStatic, params, table) -> Sweep:
+def _init(static: StoSOOStatic, params, table, key) -> Sweep:
     spec = static.tree
     n = spec.capacity
     # Round 1 evaluates the root: the first step of the first sweep, whose last depth is 0.

@@ -370,7 +370,7 @@ def _update(static: StroquOOLStatic, params, table, state: State, last: tree.Las
     return table, state._replace(best=best), overflow
 
 
-def _init(static: StroquOOLStatic, params, table) -> State:
+def _init(static: StroquOOLStatic, params, table, key) -> State:
     plan, dtype = static.schedule, static.tree.dtype
     K = plan.p_max + 1
     return State(block=jnp.zeros((2, max(plan.sizes)), dtype), cv=jnp.zeros((K, plan.h_max), dtype), opened=jnp.int32(0),

@@ -15,8 +15,9 @@ policy's own state, any pytree; ``last``: :class:`Last`, the round's selection a
 * ``update(static, params, table, extra, last, t, active) -> (table, extra, overflow)``: credit
   round t's reward and apply the expansion rule (:func:`expand`, or the fused :func:`update_path`);
   nothing may change unless ``active`` (round 0 only updates nothing);
-* ``init(static, params, table) -> extra``; ``refresh(static, params, k, table, extra) -> (table,
-  extra)``: run at round 2^k (or k * ``refresh_every``) between its selection and its update (None:
+* ``init(static, params, table, key) -> extra`` (``key``: the run's key, for a policy that draws
+  its own random numbers, as VROOM does; each instance's own under :func:`parallel`);
+  ``refresh(static, params, k, table, extra) -> (table, extra)``: run at round 2^k (or k * ``refresh_every``) between its selection and its update (None:
   never);
   ``recommend(static, params, table, extra, last) -> point`` (default: round T + 1's selection);
   ``root_expanded``: the table starts with the root's two children (PyXAB's HCT and HOO) or the
@@ -677,7 +678,7 @@ class TreePolicy:
 
     select: Callable
     update: Callable
-    init: Callable = lambda static, params, table: ()
+    init: Callable = lambda static, params, table, key: ()
     refresh: Optional[Callable] = None
     refresh_every: int = 0          # > 0: refresh at rounds k * refresh_every instead of 2^k
     recommend: Callable = lambda static, params, table, extra, last: last.point
@@ -807,11 +808,12 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
     algorithm's ``run_single`` is this with its policy)."""
     spec = static.tree
     if static.instances == 1:
+        keys = key
         table = init(spec, objective.lo, objective.hi, key, policy.root_expanded)
     else:
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(static.instances))
         table = jax.vmap(lambda k: init(spec, objective.lo, objective.hi, k, policy.root_expanded))(keys)
-    extra = policy.init(static, params, table)
+    extra = policy.init(static, params, table, keys)
     # The first loop body updates nothing (active=False) but needs a choice of the right shape.
     shape = jax.eval_shape(lambda p, tb, ex: policy.select(static, p, tb, ex, jnp.int32(1))[0], params, table, extra)
     zero = lambda s: jnp.zeros(s.shape, s.dtype)
@@ -871,8 +873,8 @@ def parallel(policy: TreePolicy, schedule: Callable) -> TreePolicy:
     instance ``schedule(static, params, t)``; the other instances select too (a vmapped selection
     costs what N do) but update with active=False, so they write nothing.  The recommendation is
     round T + 1's scheduled point."""
-    def init(static, params, tables):
-        return jax.vmap(lambda p, tb: policy.init(static, p, tb))(params.instances, tables)
+    def init(static, params, tables, keys):
+        return jax.vmap(lambda p, tb, k: policy.init(static, p, tb, k))(params.instances, tables, keys)
 
     def select(static, params, tables, extras, t):
         choices, points = jax.vmap(lambda p, tb, ex: policy.select(static, p, tb, ex, t))(params.instances, tables,

@@ -252,7 +252,7 @@ class Choice(NamedTuple):
     tau: jax.Array           # () int32
 
 
-def _init(static: VHCTStatic, params, table) -> Stats:
+def _init(static: VHCTStatic, params, table, key) -> Stats:
     spec = static.tree
     return Stats(jnp.zeros((spec.capacity,), spec.dtype),
                  hct.Pending(jnp.zeros((spec.height + 1,), jnp.int32), jnp.int32(0)))

@@ -183,7 +183,7 @@ def _rebuild(spec: tree.TreeSpec, scores) -> tree.Tournament:
     return tree.Tournament(jnp.stack([tree.as_bits(spec, value), row.astype(spec.itype)], 1))
 
 
-def _init(static: ZoomingStatic, params, table) -> Arms:
+def _init(static: ZoomingStatic, params, table, key) -> Arms:
     spec = static.tree
     A = static.arms
     point = jnp.zeros((A, spec.dim), spec.dtype).at[:2].set(tree.centre(spec, table.rows[1:3]))
