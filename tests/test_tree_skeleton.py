@@ -185,7 +185,7 @@ def _log_recommend(static, params, table, extra, last):
 
 
 LOG = tree.TreePolicy(select=_toy_select, update=_log_update, refresh=_log_refresh, recommend=_log_recommend,
-                      init=lambda static, params, table: Log(jnp.int32(0), jnp.full((8,), -1, jnp.int32)))
+                      init=lambda static, params, table, key: Log(jnp.int32(0), jnp.full((8,), -1, jnp.int32)))
 
 
 def log_run(static, params, objective, key):
@@ -197,6 +197,26 @@ def test_refresh_runs_between_the_selection_and_the_update_of_round_two_to_the_k
     log = _run(log_run, _static(objective, real="float32"), objective).recommendation[0]
     # T = 60: refreshes at rounds 1, 2, 4, 8, 16, 32, each after the updates of rounds 1 .. 2^k - 1.
     np.testing.assert_array_equal(log, [0, 1, 3, 7, 15, 31, -1, -1, T])
+
+
+def _key_recommend(static, params, table, extra, last):
+    return extra.astype(last.point.dtype)
+
+
+KEYED = tree.TreePolicy(select=_toy_select, update=lambda static, params, table, extra, last, t, active:
+                        (table, extra, jnp.bool_(False)), recommend=_key_recommend,
+                        init=lambda static, params, table, key: jax.random.key_data(key))
+
+
+def test_init_is_given_the_runs_key():
+    """A policy that draws its own random numbers (VROOM) gets each run's key, seed i's being
+    fold_in(key(base_seed), i)."""
+    objective = _vee((0.3, 0.6))
+    out = _run(lambda static, params, objective, key: tree.run(static, params, objective, key, KEYED),
+               _static(objective), objective, seeds=(0, 5))
+    for i, seed in enumerate((0, 5)):
+        np.testing.assert_array_equal(out.recommendation[i], np.asarray(jax.random.key_data(executor.seed_key(0, seed)),
+                                                                        np.float64))
 
 
 def test_best_leaf_breaks_ties_towards_the_last_row_and_honours_its_mask():

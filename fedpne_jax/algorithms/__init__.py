@@ -16,6 +16,7 @@ from fedpne_jax.algorithms.trees import (
     stroquool,
     vhct,
     vpct,
+    vroom,
     zooming,
 )
 from fedpne_jax.core.registry import register
@@ -23,7 +24,8 @@ from fedpne_jax.core.registry import register
 BUILTIN = (FEDPNE, hct.ALGORITHM, hoo.ALGORITHM, fed1ucb.ALGORITHM, kernelts.ALGORITHM, gpucb.ALGORITHM,
            bo.ALGORITHM, bbo.ALGORITHM, fnucb.ALGORITHM, doo.ALGORITHM,
            soo.ALGORITHM, stosoo.ALGORITHM, vhct.ALGORITHM, poo.ALGORITHM, gpo.ALGORITHM, pct.ALGORITHM,
-           sequool.ALGORITHM, stroquool.ALGORITHM, vpct.ALGORITHM, zooming.ALGORITHM)
+           sequool.ALGORITHM, stroquool.ALGORITHM, vpct.ALGORITHM, zooming.ALGORITHM,
+           vroom.ALGORITHM)
 for _algorithm in BUILTIN:
     register(_algorithm)
 

@@ -21,6 +21,7 @@ CONTRACT = {
     "pct": (_SMALL, [("rhomax", 1.5), ("numax", 0.0), ("pyxab", "no")]),
     "vpct": (_SMALL, [("rhomax", 1.5), ("numax", 0.0), ("pyxab", "no")]),
     "zooming": (_SMALL, [("nu", 0.0), ("rho", 1.0)]),
+    "vroom": (_SMALL, [("horizon", 1), ("h_max", 0), ("b", 0.0), ("f_max", -1.0)]),
     "stroquool": (_SMALL, [("horizon", 67), ("split", "middle")]),
     "sequool": (_SMALL, [("split", "middle"), ("precision", "float16")]),
     "fed1ucb": (_RECORDED["fed1ucb"], [("kappa", 0.0), ("arms", 0)]),
