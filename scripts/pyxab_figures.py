@@ -2,6 +2,7 @@
 compares every X-armed algorithm of this package with (PyXAB is too slow to run in the suite).
 
     python scripts/pyxab_figures.py [--seeds 20] [--horizon 1000] [--out tests/data/pyxab_regret.json]
+                                    [--only NAME ...]
 
 Every algorithm with PyXAB's default parameters on [0, 1], T rounds, uniform(-0.1, 0.1) noise on
 each reward (NumPy's PCG64 seeded by the seed; PyXAB's own draws from NumPy's global generator,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import math
 import sys
 import time
@@ -39,6 +41,8 @@ ALGORITHMS = {
     "sequool": ("SequOOL.SequOOL", {"n": "T"}),
     "stroquool": ("StroquOOL.StroquOOL", {"n": "T"}),
     "zooming": ("Zooming.Zooming", {}),
+    # PyXAB requires b and f_max; the package's defaults (Garland's values lie in [0, 1]).
+    "vroom": ("VROOM.VROOM", {"n": "T", "b": 1.0, "f_max": 1.0}),
 }
 
 
@@ -72,10 +76,21 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--horizon", type=int, default=1000)
     ap.add_argument("--out", default="tests/data/pyxab_regret.json")
+    ap.add_argument("--only", nargs="+", choices=sorted(ALGORITHMS),
+                    help="record these algorithms and keep the others' figures already in --out")
     args = ap.parse_args(argv)
     out = {"pyxab": version("pyxab"), "numpy": np.__version__, "function": "garland", "noise": f"uniform:{NOISE}",
            "algorithms": {}}
+    if args.only:
+        with open(args.out) as fh:
+            kept = json.load(fh)
+        if (kept["pyxab"], kept["function"], kept["noise"]) != (out["pyxab"], out["function"], out["noise"]):
+            ap.error(f"--only: {args.out} was recorded with PyXAB {kept['pyxab']} on {kept['function']} with "
+                     f"{kept['noise']} noise; record every algorithm again")
+        out["algorithms"] = kept["algorithms"]
     for name, (path, _) in ALGORITHMS.items():
+        if args.only and name not in args.only:
+            continue
         start = time.perf_counter()
         regrets = [final_regret(name, args.horizon, seed) for seed in range(args.seeds)]
         out["algorithms"][name] = {"pyxab_class": path, "T": args.horizon, "seeds": list(range(args.seeds)),

@@ -24,7 +24,7 @@ with open(FIGURES) as _f:
 
 def test_figures_cover_the_family():
     tree_algorithms = {"hct", "hoo", "doo", "soo", "stosoo", "vhct", "poo", "gpo", "pct", "vpct", "sequool",
-                       "stroquool", "zooming"}
+                       "stroquool", "zooming", "vroom"}
     assert set(RECORDED["algorithms"]) == tree_algorithms <= set(fp.ALGORITHMS)
     assert RECORDED["noise"] == "uniform:0.1" and RECORDED["function"] == "garland"
     assert all(len(r["final_regret"]) >= 20 for r in RECORDED["algorithms"].values())
