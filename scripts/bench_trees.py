@@ -1,5 +1,5 @@
 """Benchmark of the batched tree algorithms (HCT, T-HOO, DOO, SOO, StoSOO, VHCT, POO, GPO, PCT, VPCT,
-SequOOL, StroquOOL, Zooming) against PyXAB's own implementations.
+SequOOL, StroquOOL, Zooming, VROOM) against PyXAB's own implementations.
 
     python scripts/bench_trees.py [--quick] [--out bench_trees.json]
 
@@ -18,7 +18,7 @@ and ``soo-pyxab`` PyXAB's) are timed against PyXAB for at most TIME_BUDGET secon
 overstatement).  HCT rows use ``expand='leaf'`` (the
 default); the ``hct-pyxab`` row uses PyXAB's own expansion rule, the like-for-like comparison, and
 also reports both mean regrets (PyXAB's over its few timed runs).  StoSOO, VHCT, POO, GPO, PCT,
-VPCT, SequOOL, StroquOOL and Zooming (PyXAB's defaults; POO and GPO over T-HOO, PyXAB's default base) are timed as DOO
+VPCT, SequOOL, StroquOOL, Zooming and VROOM (PyXAB's defaults, VROOM's b = f_max = 1; POO and GPO over T-HOO, PyXAB's default base) are timed as DOO
 and SOO: PyXAB for at most TIME_BUDGET seconds of one run, the batched runs with both rules where
 the algorithm has a ``pyxab`` switch (``-pyxab`` rows).
 """
@@ -49,6 +49,7 @@ from fedpne_jax.algorithms.trees import (  # noqa: E402  # noqa: E402
     stroquool,
     vhct,
     vpct,
+    vroom,
     zooming,
 )
 from fedpne_jax.core.result import device_name  # noqa: E402
@@ -101,13 +102,16 @@ def _pyxab_algorithm(name: str, T: int):
     import importlib
     domain = [[0.0, 1.0]]
     cls = {"doo": "DOO", "soo": "SOO", "stosoo": "StoSOO", "vhct": "VHCT", "poo": "POO", "gpo": "GPO",
-           "pct": "PCT", "vpct": "VPCT", "sequool": "SequOOL", "stroquool": "StroquOOL", "zooming": "Zooming"}[name]
+           "pct": "PCT", "vpct": "VPCT", "sequool": "SequOOL", "stroquool": "StroquOOL", "zooming": "Zooming",
+           "vroom": "VROOM"}[name]
     algo = getattr(importlib.import_module(f"PyXAB.algos.{cls}"), cls)
     if name in ("poo", "gpo"):
         from PyXAB.algos.HOO import T_HOO
         return algo(rounds=T, domain=domain, algo=T_HOO)
     if name in ("pct", "vpct"):
         return algo(rounds=T, domain=domain)
+    if name == "vroom":
+        return algo(n=T, b=1.0, f_max=1.0, domain=domain)
     return algo(domain=domain) if name in ("vhct", "zooming") else algo(n=T, domain=domain)
 
 
@@ -183,6 +187,7 @@ def rows(quick: bool) -> list[dict]:
     configs["sequool"] = sequool.SequOOLConfig(horizon=T, noise=noise)
     configs["stroquool"] = stroquool.StroquOOLConfig(horizon=T, noise=noise)
     configs["zooming"] = zooming.ZoomingConfig(horizon=T, noise=noise)
+    configs["vroom"] = vroom.VROOMConfig(horizon=T, noise=noise)
     references = {}
     for label, config in configs.items():
         base = label.split("-")[0]
