@@ -31,8 +31,8 @@ holds k = 2^h .. 2^(h+1) - 1, the root is 1, slot 0 is unused): evaluations, rew
 ranking statistic and each cell's rank within its depth.  A round moves one cell per depth on the
 credited path, so the ranks are kept up to date rather than sorted: a cell's rank changes by one
 when a moved cell passes it, and a moved cell's new rank counts the cells of its depth that beat it.
-Drawing the cell compares one 64-bit word with the host-computed cumulative probabilities (integers,
-so the draw is exact and the same in NumPy).  A round is O(2^(H+1)), about 2T elementwise steps;
+Drawing the cell is a binary search of one 64-bit word among the host-computed cumulative
+probabilities (integers, so the draw is exact and the same in NumPy).  A round is O(2^(H+1)), about 2T elementwise steps;
 PyXAB sorts every depth every round in Python.
 
 Random numbers: the cells' split dimensions and each round's draw come from their own stream of
@@ -238,11 +238,27 @@ def _cell_of_rank(static: VROOMStatic, cells: Cells, depth, rank):
     return jnp.max(jnp.where((_depths(slots.shape[0]) == depth) & (cells.rank == rank), slots, 0))
 
 
+def _drawn(params: VROOMParams, high, low):
+    """How many thresholds are at or below the word (high, low): a binary search (the thresholds
+    increase), not a comparison with every cell."""
+    n = params.draw_high.shape[0]
+
+    def step(_, bounds):
+        first, last = bounds
+        mid = (first + last) // 2
+        c_high, c_low = params.draw_high[mid], params.draw_low[mid]
+        at_or_below = (c_high < high) | ((c_high == high) & (c_low <= low))
+        narrowing = first < last
+        return (jnp.where(narrowing & at_or_below, mid + 1, first),
+                jnp.where(narrowing & ~at_or_below, mid, last))
+
+    return jax.lax.fori_loop(0, n.bit_length(), step, (jnp.int32(0), jnp.int32(n)))[0]
+
+
 def _select(static: VROOMStatic, params: VROOMParams, table, cells: Cells, t):
     spec = static.tree
     high, low, u = _round_words(cells.key, t, spec)
-    below = (params.draw_high < high) | ((params.draw_high == high) & (params.draw_low <= low))
-    slot = jnp.minimum(jnp.sum(below, dtype=jnp.int32), params.draw_high.shape[0] - 1) + 2
+    slot = jnp.minimum(_drawn(params, high, low), params.draw_high.shape[0] - 1) + 2
     depth = 31 - jax.lax.clz(slot)
     node = _cell_of_rank(static, cells, depth, slot - jnp.left_shift(1, depth) + 1)
     lo, hi = _box(static, cells, table, node, depth)
@@ -285,16 +301,18 @@ def _update(static: VROOMStatic, params: VROOMParams, table, cells: Cells, last:
     new_score = _score(params, count, total)
     score = cells.score.at[at].set(new_score, mode="drop")
 
-    # Every other cell of a moved cell's depth moves by one place when the moved cell passes it.
-    slots = jnp.arange(n, dtype=jnp.int32)
-    level = jnp.clip(_depths(n), 0, h)
-    mover, was, now = path[level], old_score[level], new_score[level]
-    other = moved[level] & (slots != mover) & (slots >= 2)
-    passed = _better(now, mover, score, slots).astype(jnp.int32) - _better(was, mover, score, slots).astype(jnp.int32)
-    rank = cells.rank + jnp.where(other, passed, 0)
-    ahead = (other & _better(score, slots, now, mover)).astype(jnp.int32)
-    counts = jnp.stack([jnp.int32(0)] + [jnp.sum(ahead[2 ** d:2 ** (d + 1)], dtype=jnp.int32) for d in range(1, h + 1)])
-    rank = rank.at[at].set(counts + 1, mode="drop")
+    # Every other cell of a moved cell's depth moves by one place when the moved cell passes it; the
+    # moved cell's rank is one more than the cells of its depth that beat it.  Depth by depth (static
+    # slices): the moved cell's numbers are scalars there, not gathers over the whole array.
+    ranks, ahead = [cells.rank[:2]], [jnp.int32(0)]
+    for d in range(1, h + 1):
+        ids = jnp.arange(2 ** d, 2 ** (d + 1), dtype=jnp.int32)
+        s, m = score[2 ** d:2 ** (d + 1)], path[d]
+        other = moved[d] & (ids != m)
+        passed = _better(new_score[d], m, s, ids).astype(jnp.int32) - _better(old_score[d], m, s, ids).astype(jnp.int32)
+        ranks.append(cells.rank[2 ** d:2 ** (d + 1)] + jnp.where(other, passed, 0))
+        ahead.append(jnp.sum(other & _better(s, ids, new_score[d], m), dtype=jnp.int32))
+    rank = jnp.concatenate(ranks).at[at].set(jnp.stack(ahead) + 1, mode="drop")
 
     levels_ = jnp.arange(h + 1, dtype=jnp.int32)
     table = table._replace(size=table.size + jnp.sum(moved & (old_count == 0), dtype=jnp.int32),
