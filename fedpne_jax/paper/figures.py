@@ -88,7 +88,8 @@ BBOB = tuple({"name": f"bbob-f{f}", "dim": d} for d in BBOB_DIMS for f in BBOB_F
 BBOB_NAMES = {1: "sphere", 8: "Rosenbrock", 15: "Rastrigin", 21: "Gallagher 101"}
 # The X-armed family beside Fed-PNE: PyXAB's defaults (pyxab=True where an algorithm has the field), with
 # the paper's nu = 1, rho = 0.75 where an algorithm has them (App. E).
-XARMED = ("hoo", "hct", "doo", "soo", "stosoo", "vhct", "poo", "gpo", "pct", "vpct", "sequool", "stroquool", "zooming")
+XARMED = ("hoo", "hct", "doo", "soo", "stosoo", "vhct", "poo", "gpo", "pct", "vpct", "sequool", "stroquool", "zooming",
+          "vroom")
 XARMED_OBJECTIVES = ("garland", "doublesine", "himmelblau") + tuple({"name": f"bbob-f{f}", "dim": 2}
                                                                     for f in BBOB_FUNCTIONS)
 _NU_RHO = {"nu": 1.0, "rho": 0.75}
