@@ -10,8 +10,9 @@ An algorithm is one :class:`Algorithm` value, registered with :func:`fedpne_jax.
   that ``grow`` may change: configurations with equal such statics share one program;
 * ``make_params(config, tables) -> Params``: a NamedTuple of numpy scalars and arrays, the dynamic
   hyper-parameters (data, not structure, so a grid of them can share one program);
-* ``run_single(static, params, objective, key) -> outputs``: one run, a NamedTuple with at least
-  ``curve`` (C,), ``final_regret`` () and ``flags`` () int32 (errors.FLAG_* bits), plus ``metrics``.
+* ``run_single(static, params, objective, key) -> Outputs``: one run, a NamedTuple with at least
+  ``curve`` (C,), ``final_regret`` () and ``flags`` () int32 (errors.FLAG_* bits), plus ``metrics``
+  (the :class:`Outputs` protocol; every family's NamedTuple carries that name).
 
 Optional hooks:
 

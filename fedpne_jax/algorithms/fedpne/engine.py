@@ -22,7 +22,7 @@ from fedpne_jax.core import checkpoints, executor
 from fedpne_jax.core.errors import raise_for_objective
 
 
-class RunOutput(NamedTuple):
+class Outputs(NamedTuple):
     final_regret: jax.Array    # R(T) / M
     curve: jax.Array           # (C,) R / M at the checkpoint rounds
     phases: jax.Array
@@ -37,7 +37,7 @@ class RunOutput(NamedTuple):
     target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
 
 
-def run_single(static: Static, params: Params, objective, key) -> RunOutput:
+def run_single(static: Static, params: Params, objective, key) -> Outputs:
     """One seed of Fed-PNE: phases until round T (or until a flag stops the run)."""
     partition_key, sample_key = run_keys(key)
     scale = checkpoints.target_scale(objective, static.float_dtype)
@@ -49,7 +49,7 @@ def run_single(static: Static, params: Params, objective, key) -> RunOutput:
         return jax.tree.map(lambda a, b: jnp.where(s.flags == 0, a, b), after, s)
 
     state = jax.lax.while_loop(lambda s: (s.t < static.horizon) & (s.flags == 0), body, state)
-    return RunOutput(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
+    return Outputs(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
                      state.recommendation, state.max_active, state.flags, state.evaluations, state.best_curve,
                      state.best.hits, scale)
 
@@ -62,7 +62,7 @@ def run_keys(key):
 METRICS = ("phases", "uploads", "depth", "recommendation", "max_active") + checkpoints.MEASURES
 
 
-def report(config: FedPNEConfig, sizes: Tables, out: RunOutput) -> tuple[str, dict, dict]:
+def report(config: FedPNEConfig, sizes: Tables, out: Outputs) -> tuple[str, dict, dict]:
     """(result name, resolved config, per-seed metrics) of one configuration's stacked outputs.
     Uploads are counted per client by the engine and reported over all M clients."""
     resolved = config.resolved()

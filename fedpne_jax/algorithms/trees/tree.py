@@ -701,7 +701,7 @@ class State(NamedTuple):
     overflow: jax.Array
 
 
-class Output(NamedTuple):
+class Outputs(NamedTuple):
     curve: jax.Array           # (C,) cumulative regret at the checkpoints
     final_regret: jax.Array    # ()
     flags: jax.Array           # () int32 errors.FLAG_* bits
@@ -803,7 +803,7 @@ def run_split_dims(key, horizon: int, chunk: int, dim: int, real: str = "float32
         return np.asarray(dims)
 
 
-def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Output:
+def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outputs:
     """One run of ``policy``: rounds 1..T, each one evaluation of the global objective (a tree
     algorithm's ``run_single`` is this with its policy)."""
     spec = static.tree
@@ -847,7 +847,7 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
     if static.instances > 1:
         size, height = jnp.sum(size), jnp.max(height)
     rounds, book = static.checkpoint_rounds, state.book
-    return Output(curve=final_curve(rounds, book.curve), final_regret=book.regret,
+    return Outputs(curve=final_curve(rounds, book.curve), final_regret=book.regret,
                   flags=flags, recommendation=policy.recommend(static, params, state.table, state.extra, state.last),
                   nodes=size, depth=height, best_curve=final_curve(rounds, book.best_curve), hits=book.best.hits,
                   target_scale=scale, points=book.points)
