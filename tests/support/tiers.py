@@ -51,6 +51,7 @@ CASES = {
     "tests/test_sequool.py": ["test_noise_free_himmelblau_evaluates_the_reference_points[[]random-300]"],
     "tests/test_stroquool.py": ["test_noise_free_himmelblau_evaluates_the_reference_points[[]random]"],
     "tests/test_zooming.py": ["test_noise_free_himmelblau_evaluates_the_reference_points[[]random]"],
+    "tests/test_vroom.py": ["test_noise_free_himmelblau_evaluates_the_reference_points[[]longest]"],
     "tests/test_fed1ucb.py": ["test_noise_free_equals_reference[[]170]"],
 }
 
