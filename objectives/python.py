@@ -1,8 +1,10 @@
 """Objectives written in plain Python / NumPy (and PyXAB objectives) for the JAX engine.
 
 ``from_python(fn, lo, hi, f_star, ...)`` wraps a NumPy-vectorised function ``fn(X) -> values``
-(X of shape (n, D), float64; values of shape (n,)) as an :class:`objectives.Objective`;
-``local_fn(X) -> (n, M)`` gives the M clients' local objectives (default: every client sees fn).
+(X of shape (n, D), float64; values of shape (n,)) as an :class:`objectives.Objective`; the M
+clients' local objectives are ``local_fn(X, clients) -> (n,)`` (client ``clients[i]``'s value at
+``X[i]``) or ``local_fn(X) -> (n, M)`` (every client's value at every point; default: every client
+sees fn).
 ``from_pyxab(obj, lo, hi, ...)`` wraps any object with PyXAB's interface (``obj.f(x)`` on one point,
 ``obj.fmax``).  Both evaluate on the host through :func:`jax.pure_callback`, so they work wherever a
 JAX objective does: under jit, vmapped over seeds, grids, points and clients, and sharded over
@@ -24,9 +26,10 @@ engine costs one host call per execution with the points of every run of the bat
   each with 1/d of the points (calls are serialised by a lock, so ``fn`` never runs concurrently).
 
 The client index is passed to the host with the points, so M clients at one point cost one row of
-``local_fn``, not M rows (with ``pull="uniform"`` each client draws its own points, so each of
-those rows computes M columns of which one is used); and the host evaluates only the distinct
-points of a call (``unique``, on by default: a node table's unused rows all repeat a few points,
+``local_fn(X)``, not M rows, and ``local_fn(X, clients)`` is given only the (point, client) pairs a
+call uses: with ``pull="uniform"`` each client draws its own points, where the one-argument form
+computes M columns of a row and keeps one.  The host evaluates only the distinct points (pairs) of
+a call (``unique``, on by default: a node table's unused rows all repeat a few points,
 and runs of a grid or seeds often share nodes).  A call costs one host round trip plus ``fn`` on
 its distinct points: 0.15-0.3 ms per call for NumPy Garland on a 2-core CPU, i.e. 2-4 ms for a
 Fed-PNE batch of 8 seeds (T = 2000, 7-14 calls) and 75 ms for an HCT batch (T = 500, 501 calls),
@@ -54,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import threading
 import time
 import warnings
@@ -80,6 +84,7 @@ class _Host:
     def __init__(self, name: str, fn: Callable, local_fn: Callable | None, num_clients: int, dim: int,
                  unique: bool, fn_label: str, local_label: str):
         self.name, self.fn, self.local_fn = name, fn, local_fn
+        self.pairs = local_fn is not None and takes_clients(local_fn)
         self.num_clients, self.dim, self.unique = num_clients, dim, unique
         self.fn_label, self.local_label = fn_label, local_label
         self.lock = threading.Lock()
@@ -100,7 +105,16 @@ class _Host:
         """local_fn on rows X as float64 (n, M)."""
         if self.local_fn is None:       # callers ask for columns only of objectives that have them
             raise TypeError(f"objective {self.name!r} has no local_fn")
+        if self.pairs:
+            n, M = X.shape[0], self.num_clients
+            return self.local_pairs(np.repeat(X, M, axis=0), np.tile(np.arange(M), n)).reshape(n, M)
         return _checked(self.local_fn(X), (X.shape[0], self.num_clients), self.name, self.local_label)
+
+    def local_pairs(self, X: np.ndarray, clients: np.ndarray) -> np.ndarray:
+        """Client ``clients[i]``'s local objective at ``X[i]`` as float64 (n,) (the two-argument
+        local_fn)."""
+        assert self.local_fn is not None
+        return _checked(self.local_fn(X, clients), (X.shape[0],), self.name, self.local_label)
 
     # --------------------------------------------------------------------------- callbacks
     def _distinct(self, x) -> tuple[np.ndarray, np.ndarray]:
@@ -143,10 +157,20 @@ class _Host:
                     # Every client sees fn: one value per point, broadcast over the clients.
                     vals = self._guarded(self.values, U, self.fn_label, (U.shape[0],))
                     out = np.broadcast_to(vals[index], np.broadcast_shapes(index.shape, m.shape))
+                    rows = U.shape[0]
+                elif self.pairs:
+                    # Only the (point, client) pairs asked for, each once.
+                    shape = np.broadcast_shapes(index.shape, m.shape)
+                    pair = np.stack([np.broadcast_to(index, shape).ravel(), np.broadcast_to(m, shape).ravel()], 1)
+                    P, inverse = (np.unique(pair, axis=0, return_inverse=True) if self.unique and pair.shape[0] > 1
+                                  else (pair, np.arange(pair.shape[0])))
+                    vals = self._guarded(lambda X: self.local_pairs(X, P[:, 1]), U[P[:, 0]], self.local_label,
+                                         (P.shape[0],))
+                    out, rows = vals[inverse.ravel()].reshape(shape), P.shape[0]
                 else:
                     cols = self._guarded(self.local_columns, U, self.local_label, (U.shape[0], self.num_clients))
-                    out = cols[index, m]
-                self._count("local_calls", out.size, U.shape[0], start)
+                    out, rows = cols[index, m], U.shape[0]
+                self._count("local_calls", out.size, rows, start)
                 return np.asarray(out, dtype)
         return callback
 
@@ -156,6 +180,19 @@ class _Host:
         s["points"] += points
         s["distinct_points"] += distinct
         s["seconds"] += time.perf_counter() - start
+
+
+def takes_clients(local_fn: Callable) -> bool:
+    """Whether ``local_fn`` is the two-argument form ``local_fn(X, clients)``: it can be called with
+    two positional arguments (a function whose signature Python cannot read is the one-argument
+    form)."""
+    try:
+        inspect.signature(local_fn).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:
+        return False
+    return True
 
 
 def _checked(out, shape: tuple, name: str, label: str) -> np.ndarray:
@@ -323,8 +360,11 @@ def from_python(fn: Callable, lo: Any, hi: Any, f_star: float, name: str = "pyth
     """An :class:`Objective` from NumPy-vectorised Python functions.
 
     ``fn(X) -> values``: X of shape (n, D) float64, values of shape (n,): the global objective.
-    ``local_fn(X) -> (n, M)``: column m is client m's local objective; None: every client sees
-    ``fn``.  ``fn`` must be the mean of ``local_fn``'s columns (checked on the probe points).
+    ``local_fn(X, clients) -> (n,)``: client ``clients[i]``'s local objective at ``X[i]`` (int64
+    client indices), called with only the pairs a run uses; or ``local_fn(X) -> (n, M)``: column m
+    is client m's local objective at every point (a function that can take two positional
+    arguments is the first form); None: every client sees ``fn``.  ``fn`` must be the mean of the
+    clients' local objectives (checked on the probe points).
     ``lo``, ``hi``: the box (numbers or length-D sequences); ``f_star``: sup of fn over the box.
     ``dtype``: of the values returned to JAX (None: the points' dtype).  ``probe``: evaluate fn
     (and local_fn) once on a few points inside the box now and refuse a wrong shape or type

@@ -414,3 +414,48 @@ def test_landmine_sklearn_names_the_missing_extra(monkeypatch):
     assert objectives.spec("landmine-sklearn").max_clients == 29
     with pytest.raises(ValueError, match="heterogeneity"):
         objectives.make_objective("landmine-sklearn", 2, heterogeneity="shift")
+
+
+# ------------------------------------------------------------------------ local_fn(X, clients)
+
+
+class CountedPairs:
+    """local_fn(X, clients) that records the (point, client) pairs of every call."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, X, clients):
+        self.calls.append((X.copy(), np.asarray(clients).copy()))
+        return garland_np(X) + SHIFT[clients]
+
+
+def test_local_fn_of_points_and_clients_gets_only_the_pairs_it_must_compute(single_device_runs):
+    """The two-argument local_fn: its values equal the one-argument form's; under uniform pulls (each
+    client draws its own points) a call gets only the (point, client) pairs the run uses, each once,
+    where the one-argument form computes all M columns of every point; the run is the same, bit for
+    bit."""
+    pairs = CountedPairs()
+    obj = python_objective(local_fn=pairs, name="garland-pairs")
+    assert len(pairs.calls) == 1 and pairs.calls[0][0].shape[0] == len(pairs.calls[0][1])      # the probe
+    X = np.random.default_rng(3).uniform(size=(7, 1)).astype(np.float32)
+    np.testing.assert_array_equal(obj.local_values(X), python_objective().local_values(X))
+    clients = jnp.asarray([2, 0, 2, 1, 0, 0, 1], jnp.int32)
+    one = jax.jit(jax.vmap(obj.local))(jnp.asarray(X), clients)
+    np.testing.assert_array_equal(one, np.asarray(shifted_local(X.astype(np.float64))[np.arange(7), clients],
+                                                 np.float32))
+    assert sorted(pairs.calls[-1][1].tolist()) == sorted(clients.tolist())      # 7 pairs, not 7 x M values
+    before = len(pairs.calls)
+    run = fp.run(SAMPLERS["explicit-uniform"], obj, seeds=SEEDS, devices=1)
+    np.testing.assert_array_equal(run.final_regret, single_device_runs["explicit-uniform"].final_regret)
+    np.testing.assert_array_equal(run.curves, single_device_runs["explicit-uniform"].curves)
+    calls = pairs.calls[before:]
+    assert calls and all(len({(float(x[0]), int(m)) for x, m in zip(X_, c)}) == len(c) for X_, c in calls)
+    computed = sum(len(c) for _, c in calls)
+    points = sum(len({float(x[0]) for x in X_}) for X_, _ in calls)
+    assert computed < 0.5 * M * points, (computed, points)
+
+
+def test_takes_clients_tells_the_two_forms_apart():
+    assert pyobj.takes_clients(lambda X, clients: X[:, 0]) and pyobj.takes_clients(CountedPairs())
+    assert not pyobj.takes_clients(shifted_local) and not pyobj.takes_clients(lambda X, *, scale=1.0: X)
