@@ -226,19 +226,28 @@ def _int_list(text: str) -> list[int]:
 
 
 def _export_parser(sub):
-    p = sub.add_parser("export", help="run results and sweep folders as one tidy CSV: a row per (configuration, "
-                                      "seed, checkpoint)", formatter_class=_Defaults)
+    p = sub.add_parser("export", help="run results and sweep folders as one tidy CSV (a row per configuration, "
+                                      "seed and checkpoint) or as IOHprofiler data for IOHanalyzer",
+                       formatter_class=_Defaults)
     p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
-    p.add_argument("--format", default="csv", choices=FORMATS, help="the file's format")
-    p.add_argument("--out", default="runs.csv", help="file to write ('-': standard output)")
+    p.add_argument("--format", default="csv", choices=FORMATS,
+                   help="csv: one file; ioh: a folder of IOHprofiler data (the ioh extra)")
+    p.add_argument("--out", default=None, help="csv: the file to write ('-': standard output; default runs.csv); "
+                                               "ioh: a new or empty folder (default ioh-data)")
     return p
 
 
 def cmd_export(args) -> int:
-    check_output_file("--out", args.out)
-    rows = export(args.results, args.out, fmt=args.format)
-    if args.out != "-":
-        print(f"wrote {rows:,} rows to {args.out}")
+    out = args.out if args.out is not None else ("ioh-data" if args.format == "ioh" else "runs.csv")
+    if args.format == "ioh":
+        check_output_folder("--out", out)
+        runs = export(args.results, out, fmt="ioh")
+        print(f"wrote {runs:,} runs of IOHprofiler data to {out}")
+        return 0
+    check_output_file("--out", out)
+    rows = export(args.results, out, fmt=args.format)
+    if out != "-":
+        print(f"wrote {rows:,} rows to {out}")
     return 0
 
 

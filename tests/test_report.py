@@ -5,6 +5,7 @@ import csv
 import json
 import math
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -138,3 +139,45 @@ def test_export_writes_every_checkpoint_of_every_run(inputs, tmp_path):
     assert {r["configuration"] for r in rows if r["algorithm"] == "soo"} == {"SOO (h_max=20)", "SOO (h_max=30)"}
     assert cli.main(["export", str(folder / "hct.json"), "--format", "csv", "--out", str(tmp_path / "a.csv")]) == 0
     assert _rows(tmp_path / "a.csv") == [r for r in rows if r["algorithm"] == "hct"]
+
+
+def test_ioh_export_is_read_back_by_iohinspector_exact_at_checkpoints_and_targets(inputs, tmp_path, capsys):
+    """Every run, as iohinspector loads it: its evaluations (M per round for Fed-PNE) and budget, its seed,
+    and a best-so-far trajectory that is exact where the run knows it: at every checkpoint (the last
+    value at or before it equals the recorded regret) and at every target (the first value at or below
+    it comes at the recorded round; none for a target never reached)."""
+    iohinspector = pytest.importorskip("iohinspector")
+    pytest.importorskip("ioh")
+    folder, runs, _ = inputs
+    out = tmp_path / "ioh"
+    assert cli.main(["export", str(folder / "hct.json"), str(folder / "fedpne.json"), "--format", "ioh",
+                     "--out", str(out)]) == 0
+    assert "wrote 10 runs of IOHprofiler data" in capsys.readouterr().out
+    folders = sorted(os.listdir(out))
+    assert folders == ["Fed-PNE", "HCT"]
+    for label, name, per in (("HCT", "hct", 1), ("Fed-PNE", "fedpne", 2)):
+        res = runs[name]
+        manager = iohinspector.DataManager()
+        manager.add_folder(str(out / label))
+        data = manager.load(monotonic=False, include_meta_data=True)
+        values = {column: data[column].unique().to_list() for column in ("function_name", "dimension", "algorithm_name",
+                                                                          "evals")}
+        assert values == {"function_name": ["garland"], "dimension": [1], "algorithm_name": [label],
+                          "evals": [T * per]}
+        (meta,) = [f for f in os.listdir(out / label) if f.endswith(".json")]
+        scenario = json.loads((out / label / meta).read_text())["scenarios"][0]
+        assert [r["seed"] for r in scenario["runs"]] == res.seeds.tolist()
+        targets = float(res.target_scale[0]) * 10.0 ** np.linspace(2.0, -8.0, 51)
+        for i, run_id in enumerate(manager.overview["run_id"].to_list()):
+            rows = data.filter(data["run_id"] == run_id)
+            evals, y = rows["evaluations"].to_numpy(), rows["raw_y"].to_numpy()
+            assert evals[0] == 1 and (np.diff(evals) > 0).all() and (np.diff(y) < 0).all()
+            assert (y[0] == sys.float_info.max) == (per > 1 or res.hits[i, 0] != 1)   # nothing known at evaluation 1
+            for c, r in enumerate(res.checkpoints):
+                assert y[evals <= r * per][-1] == res.best_curve[i, c]
+            for target, hit in zip(targets, res.hits[i]):
+                reached = evals[y <= target]
+                assert (reached[0] == hit * per) if hit > 0 else reached.size == 0
+    # A second export into the same folder is refused before anything is written.
+    assert cli.main(["export", str(folder / "hct.json"), "--format", "ioh", "--out", str(out)]) == 2
+    assert "is not a new or empty folder" in capsys.readouterr().err and sorted(os.listdir(out)) == folders
