@@ -161,12 +161,14 @@ class _Host:
                 elif self.pairs:
                     # Only the (point, client) pairs asked for, each once.
                     shape = np.broadcast_shapes(index.shape, m.shape)
-                    pair = np.stack([np.broadcast_to(index, shape).ravel(), np.broadcast_to(m, shape).ravel()], 1)
-                    P, inverse = (np.unique(pair, axis=0, return_inverse=True) if self.unique and pair.shape[0] > 1
-                                  else (pair, np.arange(pair.shape[0])))
-                    vals = self._guarded(lambda X: self.local_pairs(X, P[:, 1]), U[P[:, 0]], self.local_label,
-                                         (P.shape[0],))
-                    out, rows = vals[inverse.ravel()].reshape(shape), P.shape[0]
+                    # One integer per pair (row x M + client): a 1-D unique, far cheaper than one over rows.
+                    pair = (np.broadcast_to(index, shape).astype(np.int64) * self.num_clients
+                            + np.broadcast_to(m, shape)).ravel()
+                    P, inverse = (np.unique(pair, return_inverse=True) if self.unique and pair.size > 1
+                                  else (pair, np.arange(pair.size)))
+                    vals = self._guarded(lambda X: self.local_pairs(X, P % self.num_clients), U[P // self.num_clients],
+                                         self.local_label, (P.size,))
+                    out, rows = vals[inverse.ravel()].reshape(shape), P.size
                 else:
                     cols = self._guarded(self.local_columns, U, self.local_label, (U.shape[0], self.num_clients))
                     out, rows = cols[index, m], U.shape[0]
