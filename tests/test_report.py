@@ -137,6 +137,7 @@ def test_export_writes_every_checkpoint_of_every_run(inputs, tmp_path):
         assert float(r["cumulative_regret"]) == res.curves[i, c]          # every digit: bit for bit
         assert float(r["best_so_far_regret"]) == res.best_curve[i, c]
     assert {r["configuration"] for r in rows if r["algorithm"] == "soo"} == {"SOO (h_max=20)", "SOO (h_max=30)"}
+    assert {r["problem"] for r in rows} == {"garland-1d"}          # a sweep's objective and dimension too
     assert cli.main(["export", str(folder / "hct.json"), "--format", "csv", "--out", str(tmp_path / "a.csv")]) == 0
     assert _rows(tmp_path / "a.csv") == [r for r in rows if r["algorithm"] == "hct"]
 

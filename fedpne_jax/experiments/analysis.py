@@ -26,6 +26,7 @@ import numpy as np
 from fedpne_jax.core import checkpoints as checkpoints_lib
 from fedpne_jax.core import registry
 from fedpne_jax.experiments.load import load_sweep
+from objectives import registry as objective_registry
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -60,6 +61,18 @@ class Entry:
 
 def _problem(config: dict) -> str:
     return f"{config.get('objective', '?')}-{config.get('dim', '?')}d"
+
+
+def _sweep_problem(labels: dict) -> str:
+    """A sweep configuration's problem: its objective and dimension (the sweep's ``dim``, else the
+    objective's default, read from the registry without building it)."""
+    dim = labels.get("dim")
+    if dim is None:
+        try:
+            dim = objective_registry.spec(labels["objective"]).default_dim
+        except (KeyError, TypeError, ValueError):
+            dim = None
+    return _problem({"objective": labels.get("objective"), "dim": "?" if dim is None else dim})
 
 
 def _measures(per_seed: dict, where: str) -> tuple:
@@ -103,7 +116,7 @@ def _sweep_entries(path: str) -> list[Entry]:
         best, hits, scale = _measures(metrics, path)
         extra = ", ".join(f"{k}={labels[k]}" for k in varied if labels.get(k) is not None)
         out.append(Entry(label=registry.label(algorithm) + (f" ({extra})" if extra else ""), algorithm=algorithm,
-                         problem=_problem(resolved), per_round=int(resolved.get("num_clients", 1)),
+                         problem=_sweep_problem(labels), per_round=int(resolved.get("num_clients", 1)),
                          horizon=int(resolved["horizon"]), checkpoints=np.asarray(res.checkpoints[i], np.int64),
                          curves=res.curves[i][done], best=best, hits=hits, scale=scale, source=path,
                          seeds=np.asarray(res.seeds)[done], base_seed=int(res.definition.get("base_seed", 0))))
