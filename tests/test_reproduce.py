@@ -1,6 +1,7 @@
 """Figures: ``reproduce --quick`` writes a PNG and data equal to the underlying runs, reruns resume,
 SUMMARY.md is computed from the data, ``fedpne plot`` draws runs and sweeps, bad input is refused."""
 import csv
+import dataclasses
 import json
 import os
 
@@ -311,3 +312,20 @@ def test_changed_study_is_refused_unless_overwrite(quick, tmp_path, monkeypatch)
     reproduce("sensitivity", out=out, quick=True, progress=False, plot=False, overwrite=True, log=lambda *_: None)
     rows = read_csv(os.path.join(out, "quick", "figures", "sensitivity.csv"))
     assert {int(r["runs"]) for r in rows} == {3}
+
+
+def test_a_figure_that_asks_for_it_writes_the_report_of_its_studies(quick, monkeypatch):
+    """bbob and xarmed write `fedpne report` of their sweeps beside the figure; here the sensitivity
+    figure, asked to, on its finished study (nothing reruns): the report's fixed-budget table holds every
+    configuration of the study, as `fedpne report` on the sweep folder writes it."""
+    assert figures.FIGURES["bbob"].report and figures.FIGURES["xarmed"].report
+    monkeypatch.setitem(figures.FIGURES, "sensitivity", dataclasses.replace(figures.FIGURES["sensitivity"], report=True))
+    lines = []
+    reproduce(["sensitivity"], out=os.path.dirname(quick), quick=True, progress=False, plot=False, log=lines.append)
+    folder = os.path.join(quick, "reports", "sensitivity")
+    assert any("REPORT.md" in line for line in lines) and os.path.isfile(os.path.join(folder, "REPORT.md"))
+    ours = read_csv(os.path.join(folder, "fixed_budget.csv"))
+    direct = os.path.join(os.path.dirname(quick), "direct")
+    fp.report([os.path.join(quick, "sweeps", "sensitivity")], direct, plots=False)
+    assert ours == read_csv(os.path.join(direct, "fixed_budget.csv")) and len({r["entry"] for r in ours}) == 35
+    assert {r["problem"] for r in ours} == {"garland-1d"}

@@ -426,6 +426,7 @@ class Figure:
     width: float = FULL_WIDTH     # inches; the height is row_height per row plus the title and legend
     row_height: float = 2.1       # inches
     in_all: bool = True           # whether `fedpne reproduce all` draws it (galleries run by name)
+    report: bool = False          # also write `fedpne report` of its studies (OUT/reports/<name>/)
 
 
 FIGURES = {f.name: f for f in [
@@ -454,10 +455,10 @@ FIGURES = {f.name: f for f in [
     Figure("rate", "Regret growth in T against the (d+1)/(d+2) rate (mean ± 1 s.e., log-log)",
            ("horizons-synthetic",), _rate, columns=2),
     Figure("bbob", "COCO's BBOB functions (instance 1, [-5, 5]^D, regret = precision f - f_opt; per client for the "
-                   "federated algorithms; mean ± 1 std)", ("bbob",), _bbob, columns=4),
+                   "federated algorithms; mean ± 1 std)", ("bbob",), _bbob, columns=4, report=True),
     Figure("xarmed", "The X-armed family and Fed-PNE (M = 10; PyXAB's defaults, ν = 1, ρ = 0.75 where they apply; "
                      "per client for Fed-PNE; mean ± 1 s.e.)", ("xarmed",), _xarmed, columns=4,
-           in_all=False),       # 98 programs: it alone would triple `all --quick`
+           in_all=False, report=True),       # 105 programs: it alone would triple `all --quick`
     Figure("sensitivity", "Fed-PNE's sensitivity to c and ρ", ("sensitivity",), _sensitivity, columns=1,
            width=COLUMN_WIDTH, row_height=2.8),
 ]}

@@ -10,6 +10,9 @@ and ``--seeds N`` under ``OUT/seeds-N`` (``OUT/quick-seeds-N``), so runs of diff
     figures/<figure>.json      the figure's numbers, the studies' definitions, device and timing
     figures/<figure>.csv       the same numbers as rows (panel, series, x, mean, std, stderr, runs)
     figures/<figure>.png       the plot (needs matplotlib: the ``plot`` extra)
+    reports/<figure>/          ``fedpne report`` of the figure's studies (fixed-budget and fixed-target
+                               tables, ERT, runtime ECDFs, ranks, win rates), for figures that ask for it
+                               (bbob, xarmed)
     SUMMARY.md                 final regrets, winners, communication and the paper's claims, from the JSON
 """
 from __future__ import annotations
@@ -25,6 +28,7 @@ from fedpne_jax.core.validation import is_int
 from fedpne_jax.experiments import store
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
+from fedpne_jax.experiments.report import report as benchmark_report
 from fedpne_jax.experiments.runner import run_sweep
 from fedpne_jax.experiments.store import read_json
 from fedpne_jax.paper import figures as figs
@@ -124,6 +128,11 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
             plotting.draw(data, stem + ".png")
         written[name] = stem + ".json"
         log(f"  wrote {stem}.json, .csv" + (", .png" if plot else ""))
+        if figs.FIGURES[name].report:
+            folder_ = os.path.join(base, "reports", name)
+            files = benchmark_report([os.path.join(base, "sweeps", s) for s in figs.FIGURES[name].studies], folder_,
+                                     plots=plot)
+            log(f"  wrote {files['REPORT.md']} and {len(files) - 1} more files")
     log(f"  wrote {summary.write(base)}")
     return written
 
