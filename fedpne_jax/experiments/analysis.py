@@ -105,8 +105,12 @@ def _run_entry(path: str) -> Entry:
 def _sweep_entries(path: str) -> list[Entry]:
     res = load_sweep(path, allow_partial=True)
     out = []
-    varied = [k for k in sorted({k for c in res.configs for k in c})
-              if k not in ("algorithm", "objective") and len({repr(c.get(k)) for c in res.configs}) > 1]
+    # A label names what varies among one algorithm's configurations; the objective and its dimension
+    # are the problem, named apart.
+    varied = {a: [k for k in sorted({k for c in res.configs for k in c})
+                  if k not in ("algorithm", "objective", "dim")
+                  and len({repr(c.get(k)) for c in res.configs if c["algorithm"] == a}) > 1]
+              for a in {c["algorithm"] for c in res.configs}}
     for i, labels in enumerate(res.configs):
         done = res.done[i]
         if not done.any():
@@ -114,7 +118,7 @@ def _sweep_entries(path: str) -> list[Entry]:
         resolved, algorithm = res.resolved[i], res.algorithms[i] or labels["algorithm"]
         metrics = {m: res.metrics[m][i][done] for m in checkpoints_lib.MEASURES if m in res.metrics}
         best, hits, scale = _measures(metrics, path)
-        extra = ", ".join(f"{k}={labels[k]}" for k in varied if labels.get(k) is not None)
+        extra = ", ".join(f"{k}={labels[k]}" for k in varied[labels["algorithm"]] if labels.get(k) is not None)
         out.append(Entry(label=registry.label(algorithm) + (f" ({extra})" if extra else ""), algorithm=algorithm,
                          problem=_sweep_problem(labels), per_round=int(resolved.get("num_clients", 1)),
                          horizon=int(resolved["horizon"]), checkpoints=np.asarray(res.checkpoints[i], np.int64),
