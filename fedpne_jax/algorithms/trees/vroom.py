@@ -111,14 +111,20 @@ def confidence(horizon: int, b: float, f_max: float) -> float:
     return math.log(4 * horizon ** 3 / delta)
 
 
+def slot_ranks(levels_: int) -> tuple[np.ndarray, np.ndarray]:
+    """(depth, rank within the depth from 1, in the partition's order) of heap slots 2 .. 2^(H+1) - 1:
+    the cells VROOM ranks, and the ranks they start with (all unevaluated, so tied)."""
+    slots = np.arange(2, 2 ** (levels_ + 1), dtype=np.int64)
+    depth = np.floor(np.log2(slots)).astype(np.int64)
+    return depth, slots - 2 ** depth + 1
+
+
 def thresholds(levels_: int) -> tuple[np.ndarray, np.ndarray]:
     """The draw of a cell as integers: entry e (heap slot e + 2, so depth h = floor(log2(e + 2)) and
     rank e + 3 - 2^h) is drawn when the 64-bit word w satisfies c_(e-1) <= w < c_e, c_e = floor(2^64
     F_e) for F the cumulative probabilities 1 / (h rank K) in slot order.  Returns the high and low
     32 bits of every c_e (the last is 2^64 - 1: every word draws a cell)."""
-    slots = np.arange(2, 2 ** (levels_ + 1), dtype=np.int64)
-    depth = np.floor(np.log2(slots)).astype(np.int64)
-    rank = slots - 2 ** depth + 1
+    depth, rank = slot_ranks(levels_)
     weight = math.fsum(1.0 / (h * r) for h in range(1, levels_ + 1) for r in range(1, 2 ** h + 1))
     cumulative = np.cumsum(1.0 / (depth * rank * weight))
     scaled = cumulative * 2.0 ** 32
@@ -197,8 +203,7 @@ def draws(key, horizon: int, dim: int, split: str = "random", real: str = "float
 def _init(static: VROOMStatic, params, table, key) -> Cells:
     spec, h = static.tree, static.levels
     n = 2 ** (h + 1)
-    slots = np.arange(n)
-    rank = np.where(slots > 0, slots - 2 ** np.floor(np.log2(np.maximum(slots, 1))).astype(np.int64) + 1, 0)
+    rank = np.concatenate([[0, 1], slot_ranks(h)[1]])       # slot 0 unused, the root unranked
     stream = jax.random.fold_in(key, STREAM)
     return Cells(count=jnp.zeros((n,), jnp.int32), total=jnp.zeros((n,), spec.dtype),
                  score=jnp.full((n,), -jnp.inf, spec.dtype), rank=jnp.asarray(rank, jnp.int32),
