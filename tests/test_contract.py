@@ -2,7 +2,7 @@
 ``fp.run(fp.make_config(name, ...), objective, seeds)`` works for every name; a seed in a grid of two
 configurations equals the same seed in a batch of three and in a separate run, bit for bit; its
 program has no operation whose numbers depend on the processor; the curve has the checkpoints'
-shape, never decreases and ends at the final regret; a plain run raises no flag; a global value
+shape, never decreases and ends at the final regret; the simple regret ends at the recommendation's; a plain run raises no flag; a global value
 above f* is reported; bad parameters are refused by name before anything compiles.  Each algorithm
 compiles two programs here: its batch and its grid."""
 import numpy as np
@@ -63,6 +63,18 @@ def test_run_by_name_and_curve_shape(algorithm, batches):
     for metric in registry.get(algorithm).metrics:
         assert getattr(res, metric).shape[0] == SEEDS
     _check_measures(res)
+    _check_simple_regret(res)
+
+
+def _check_simple_regret(res):
+    """Simple regret f* - f(recommendation): one per checkpoint, never below 0 (f* is the supremum),
+    and the last is the final recommendation's, evaluated here on the host."""
+    simple = res.simple_curve
+    assert simple.shape == res.curves.shape and np.all(np.isfinite(simple))
+    garland = _objective()
+    assert np.all(simple >= -1e-6 * max(1.0, abs(garland.f_star)))
+    values = np.asarray(garland.value(np.asarray(res.recommendation, np.float32)), float)
+    np.testing.assert_allclose(simple[:, -1], garland.f_star - values, rtol=1e-5, atol=1e-6)
 
 
 def _check_measures(res):

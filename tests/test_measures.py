@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
+import objectives
 from fedpne_jax.algorithms.trees import doo, hct, hoo, soo
 from fedpne_jax.core import checkpoints
 from tests.support import reference
@@ -79,3 +80,27 @@ def test_gp_measures_equal_numpy_over_the_picked_candidates(name):
         np.testing.assert_allclose(res.best_curve[i], best[res.checkpoints - 1], rtol=1e-5, atol=1e-7)
         hits, near = target_hits(best, goals)
         np.testing.assert_array_equal(res.hits[i][~near], hits[~near])
+
+
+# Algorithms whose rounds do not depend on the horizon T (HCT, VHCT and DOO size only their tables
+# by it; the GP's candidates and FN-UCB's arms do not depend on it): a run cut at round t makes
+# round t's recommendation its final one.  (T-HOO, GP-UCB, Fed-PNE, POO and the fixed-budget
+# algorithms set their rules from T.)
+ANYTIME = ("doo", "kernelts", "hct", "vhct", "soo", "zooming", "bo", "fnucb")
+
+
+@pytest.mark.parametrize("name", ANYTIME)
+def test_simple_regret_at_a_checkpoint_is_the_final_one_of_the_run_cut_there(name):
+    """The simple regret f* - f(x_hat_t) recorded at each checkpoint t equals the final simple regret
+    of the same seeds run for t rounds, and that one equals f* - f(recommendation) on the host: the
+    recommendation after round t is the one the algorithm returns when stopped there."""
+    fed = name == "fnucb"
+    objective = objectives.make_objective("garland", num_clients=2 if fed else 1, heterogeneity="none")
+    options = dict(noise="gaussian:0.3", **({"num_clients": 2} if fed else {}))
+    res = fp.run(fp.make_config(name, horizon=T, checkpoints=2, **options), objective, seeds=3)
+    assert np.all(res.simple_curve >= 0) and len(set(res.simple_curve.ravel().tolist())) > 1
+    for c, t in enumerate(res.checkpoints):
+        cut = fp.run(fp.make_config(name, horizon=int(t), checkpoints=1, **options), objective, seeds=3)
+        np.testing.assert_array_equal(cut.simple_curve[:, -1], res.simple_curve[:, c])
+        f = reference.garland(np.asarray(cut.recommendation, np.float64))
+        np.testing.assert_allclose(cut.simple_curve[:, -1], objective.f_star - f, rtol=1e-4, atol=1e-6)

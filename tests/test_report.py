@@ -35,7 +35,7 @@ def _entry(label, problem, final):
     return analysis.Entry(label=label, algorithm=label.lower(), problem=problem, per_round=1, horizon=10,
                           checkpoints=np.array([5, 10]), curves=np.ones((final.size, 2)),
                           best=np.stack([final + 1, final], 1), hits=np.zeros((final.size, 51), int),
-                          scale=np.ones(final.size), source="x")
+                          scale=np.ones(final.size), simple=np.stack([final + 2, final], 1), source="x")
 
 
 def test_ranks_and_win_rates_by_hand():
@@ -91,6 +91,7 @@ def test_report_tables_equal_the_runs(inputs, tmp_path):
     i = list(runs["doo"].checkpoints).index(100)
     assert [int(r["checkpoint_round"]) for r in budget] == [100, T]
     assert float(budget[0]["best_so_far_q50"]) == pytest.approx(np.median(runs["doo"].best_curve[:, i]))
+    assert float(budget[1]["simple_q10"]) == pytest.approx(np.quantile(runs["doo"].simple_curve[:, -1], 0.1))
     assert float(budget[1]["cumulative_q90"]) == pytest.approx(np.quantile(runs["doo"].curves[:, -1], 0.9))
     entries = {r["entry"] for r in _rows(out / "ranks.csv")}
     assert {"HCT", "DOO", "SOO (h_max=20)", "SOO (h_max=30)"} <= entries       # the sweep's grid, told apart
@@ -136,6 +137,7 @@ def test_export_writes_every_checkpoint_of_every_run(inputs, tmp_path):
         assert int(r["round"]) == res.checkpoints[c] and int(r["evaluations"]) == 2 * res.checkpoints[c]
         assert float(r["cumulative_regret"]) == res.curves[i, c]          # every digit: bit for bit
         assert float(r["best_so_far_regret"]) == res.best_curve[i, c]
+        assert float(r["simple_regret"]) == res.simple_curve[i, c]
     assert {r["configuration"] for r in rows if r["algorithm"] == "soo"} == {"SOO (h_max=20)", "SOO (h_max=30)"}
     assert {r["problem"] for r in rows} == {"garland-1d"}          # a sweep's objective and dimension too
     assert cli.main(["export", str(folder / "hct.json"), "--format", "csv", "--out", str(tmp_path / "a.csv")]) == 0

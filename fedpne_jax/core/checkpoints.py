@@ -1,5 +1,6 @@
-"""Regret checkpoints: the C evenly spaced rounds at which every algorithm records its regret, and
-the best-so-far regret with the first rounds at which it reaches fixed targets."""
+"""Regret checkpoints: the C evenly spaced rounds at which every algorithm records its regret, the
+best-so-far regret with the first rounds at which it reaches fixed targets, and the simple regret
+f* - f(x_hat_t) of the recommendation x_hat_t the algorithm would return after round t."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -26,7 +27,8 @@ def record(curve, checkpoint_rounds, t, regret):
 # COCO's default targets: 10^2 .. 10^-8, five per decade (51), times the objective's scale.
 TARGET_EXPONENTS = np.linspace(2.0, -8.0, 51)
 NOT_REACHED = 0               # a hit round of 0: the target was not reached within T (rounds start at 1)
-MEASURES = ("best_curve", "hits", "target_scale")      # the metrics these add to an algorithm's result
+# The metrics these add to an algorithm's result; simple_curve is each family's own (its recommendation).
+MEASURES = ("best_curve", "hits", "target_scale", "simple_curve")
 
 
 class Best(NamedTuple):

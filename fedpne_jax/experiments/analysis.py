@@ -1,8 +1,9 @@
 """Benchmark analyses of finished runs, as COCO and IOHanalyzer define them: fixed-budget quantiles,
 fixed-target expected running times and success rates, runtime ECDFs, ranks and win rates.
 
-Every algorithm records, per run, its cumulative regret and its best-so-far regret
-f* - max_{s<=t} f(x_s) at the checkpoint rounds, and the first round at which the best-so-far regret
+Every algorithm records, per run, its cumulative regret, its best-so-far regret
+f* - max_{s<=t} f(x_s) and its simple regret f* - f(x_hat_t) (x_hat_t: the recommendation it would
+return after round t) at the checkpoint rounds, and the first round at which the best-so-far regret
 reached each of COCO's 51 targets scale x 10^e, e = 2, 1.8, .., -8 (fedpne_jax.core.checkpoints;
 scale = f* - f(centre of the box)).  Budgets and running times are counted in **rounds**; a
 federated algorithm evaluates the objective M times a round (one pull per client), so its tables
@@ -45,6 +46,7 @@ class Entry:
     best: np.ndarray             # (S, C) best-so-far regret
     hits: np.ndarray             # (S, 51) first round reaching each target, 0: not reached
     scale: np.ndarray            # (S,) the targets' scale
+    simple: np.ndarray           # (S, C) simple regret (NaN in results written before it was recorded)
     source: str
     seeds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))   # (S,) seed indices
     base_seed: int = 0
@@ -76,12 +78,15 @@ def _sweep_problem(labels: dict) -> str:
 
 
 def _measures(per_seed: dict, where: str) -> tuple:
-    missing = [m for m in checkpoints_lib.MEASURES if m not in per_seed]
+    """(best, hits, scale, simple); results written before the simple regret was recorded read with a
+    NaN one, before the best-so-far regret not at all."""
+    missing = [m for m in ("best_curve", "hits", "target_scale") if m not in per_seed]
     if missing:
         raise ValueError(f"{where!r} has no {', '.join(missing)}: it was written before the best-so-far "
                          f"regret was recorded; rerun it")
-    return (np.asarray(per_seed["best_curve"], float), np.asarray(per_seed["hits"], np.int64),
-            np.asarray(per_seed["target_scale"], float))
+    best = np.asarray(per_seed["best_curve"], float)
+    simple = np.asarray(per_seed["simple_curve"], float) if "simple_curve" in per_seed else np.full_like(best, np.nan)
+    return best, np.asarray(per_seed["hits"], np.int64), np.asarray(per_seed["target_scale"], float), simple
 
 
 def _run_entry(path: str) -> Entry:
@@ -94,12 +99,12 @@ def _run_entry(path: str) -> Entry:
     if not isinstance(data, dict) or not isinstance(data.get("per_seed"), dict) or "config" not in data:
         raise ValueError(f"{path!r} is not a result of 'fedpne run --output' (no per_seed/config)")
     config, algorithm = data["config"], data["algorithm"]
-    best, hits, scale = _measures(data["per_seed"], path)
+    best, hits, scale, simple = _measures(data["per_seed"], path)
     return Entry(label=registry.label(algorithm), algorithm=algorithm, problem=_problem(config),
                  per_round=int(config.get("num_clients", 1)), horizon=int(config["horizon"]),
                  checkpoints=np.asarray(data["checkpoints"], np.int64),
                  curves=np.asarray(data["per_seed"]["curves"], float), best=best, hits=hits, scale=scale,
-                 source=path, seeds=np.asarray(data.get("seeds", []), np.int64), base_seed=int(data.get("base_seed", 0)))
+                 simple=simple, source=path, seeds=np.asarray(data.get("seeds", []), np.int64), base_seed=int(data.get("base_seed", 0)))
 
 
 def _sweep_entries(path: str) -> list[Entry]:
@@ -117,12 +122,12 @@ def _sweep_entries(path: str) -> list[Entry]:
             continue
         resolved, algorithm = res.resolved[i], res.algorithms[i] or labels["algorithm"]
         metrics = {m: res.metrics[m][i][done] for m in checkpoints_lib.MEASURES if m in res.metrics}
-        best, hits, scale = _measures(metrics, path)
+        best, hits, scale, simple = _measures(metrics, path)
         extra = ", ".join(f"{k}={labels[k]}" for k in varied[labels["algorithm"]] if labels.get(k) is not None)
         out.append(Entry(label=registry.label(algorithm) + (f" ({extra})" if extra else ""), algorithm=algorithm,
                          problem=_sweep_problem(labels), per_round=int(resolved.get("num_clients", 1)),
                          horizon=int(resolved["horizon"]), checkpoints=np.asarray(res.checkpoints[i], np.int64),
-                         curves=res.curves[i][done], best=best, hits=hits, scale=scale, source=path,
+                         curves=res.curves[i][done], best=best, hits=hits, scale=scale, simple=simple, source=path,
                          seeds=np.asarray(res.seeds)[done], base_seed=int(res.definition.get("base_seed", 0))))
     return out
 
@@ -184,15 +189,16 @@ def at_budget(entry: Entry, budget: int) -> int:
 
 
 def fixed_budget(entry: Entry, budgets) -> list[dict]:
-    """Rows of quantiles (10, 50, 90 %) of best-so-far and cumulative regret at each budget (the last
-    checkpoint at or before it)."""
+    """Rows of quantiles (10, 50, 90 %) of simple, best-so-far and cumulative regret at each budget (the
+    last checkpoint at or before it; NaN where the results hold no simple regret)."""
     rows = []
     for budget in budgets:
         i = at_budget(entry, budget)
         row = {"problem": entry.problem, "entry": entry.label, "budget_rounds": int(budget),
                "checkpoint_round": int(entry.checkpoints[i]), "evaluations": int(entry.checkpoints[i]) * entry.per_round,
                "runs": entry.runs}
-        for name, values in (("best_so_far", entry.best[:, i]), ("cumulative", entry.curves[:, i])):
+        for name, values in (("simple", entry.simple[:, i]), ("best_so_far", entry.best[:, i]),
+                             ("cumulative", entry.curves[:, i])):
             for q, v in zip(QUANTILES, np.quantile(values, QUANTILES)):
                 row[f"{name}_q{int(q * 100)}"] = float(v)
         rows.append(row)

@@ -4,7 +4,8 @@ as IOHprofiler data, the format IOHanalyzer and iohinspector load.
 
 CSV columns: problem, configuration (the report's label), algorithm, source, seed, base_seed, round,
 evaluations (M x round for a federated algorithm), cumulative_regret (per client for federated
-algorithms), best_so_far_regret, target_scale.  The fixed-target hit rounds are per run, not per
+algorithms), best_so_far_regret, simple_regret (f* - f of the recommendation after the round; empty
+in results written before it was recorded), target_scale.  The fixed-target hit rounds are per run, not per
 checkpoint: ``fedpne report`` tabulates them.
 
 IOHprofiler (written by the ``ioh`` package's own logger, ``ioh.logger.Analyzer``): a folder per
@@ -37,7 +38,7 @@ from fedpne_jax.experiments import analysis
 
 FORMATS = ("csv", "ioh")
 COLUMNS = ("problem", "configuration", "algorithm", "source", "seed", "base_seed", "round", "evaluations",
-           "cumulative_regret", "best_so_far_regret", "target_scale")
+           "cumulative_regret", "best_so_far_regret", "simple_regret", "target_scale")
 
 
 def tidy_rows(entries):
@@ -47,7 +48,7 @@ def tidy_rows(entries):
             for c, round_ in enumerate(e.checkpoints):
                 yield (e.problem, e.label, e.algorithm, e.source, seed, e.base_seed, int(round_),
                        int(round_) * e.per_round, repr(float(e.curves[i, c])), repr(float(e.best[i, c])),
-                       repr(float(e.scale[i])))
+                       "" if math.isnan(e.simple[i, c]) else repr(float(e.simple[i, c])), repr(float(e.scale[i])))
 
 
 def export(paths, out: str, fmt: str = "csv") -> int:

@@ -2,7 +2,7 @@
 REPORT.md that links them, over run JSON files and sweep folders (the analyses:
 :mod:`fedpne_jax.experiments.analysis`).
 
-Written: ``fixed_budget.csv`` (quantiles of best-so-far and cumulative regret at the budgets),
+Written: ``fixed_budget.csv`` (quantiles of simple, best-so-far and cumulative regret at the budgets),
 ``fixed_target.csv`` (ERT and success rate per target), ``ecdf.csv`` and ``ecdf.png`` (runtime ECDFs
 per problem and aggregated over the problems), ``curves.png`` (cumulative regret, mean and 95 %
 confidence band), ``ranks.csv`` and ``win_rates.csv``.  Every file is written atomically.
@@ -170,17 +170,18 @@ def _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins
              "Budgets and running times are in **rounds**; a federated algorithm evaluates the objective M times a "
              "round, so the CSV tables give evaluations (M x rounds) as well. Targets: COCO's 51, scale x 10^e for "
              "e = 2, 1.8, .., -8, with scale = f* - f(centre of the box). The best-so-far regret is f* - max f(x_s) "
-             "over every point evaluated by round t. ERT (COCO): the rounds of all runs until the target, or the "
+             "over every point evaluated by round t; the simple regret is f* - f(x_hat_t) of the recommendation "
+             "x_hat_t the algorithm would return after round t. ERT (COCO): the rounds of all runs until the target, or the "
              "whole run when it was not reached, over the number of runs that reached it.", "",
              "## Files", ""]
     parts += [f"- [{name}]({name})" for name in written if name != "REPORT.md"]
     if "ecdf.png" in written:
         parts += ["", "![runtime ECDF](ecdf.png)", "", "![cumulative regret](curves.png)"]
-    parts += ["", "## Fixed budget: median best-so-far and cumulative regret", ""]
-    rows = [[r["problem"], r["entry"], r["checkpoint_round"], _g(r["best_so_far_q50"]), _g(r["cumulative_q50"]),
-             r["runs"]] for r in fixed_budget]
-    parts.append(_markdown(["problem", "configuration", "round", "best-so-far (median)", "cumulative (median)",
-                            "runs"], rows))
+    parts += ["", "## Fixed budget: median simple, best-so-far and cumulative regret", ""]
+    rows = [[r["problem"], r["entry"], r["checkpoint_round"], _g(r["simple_q50"]), _g(r["best_so_far_q50"]),
+             _g(r["cumulative_q50"]), r["runs"]] for r in fixed_budget]
+    parts.append(_markdown(["problem", "configuration", "round", "simple (median)", "best-so-far (median)",
+                            "cumulative (median)", "runs"], rows))
     parts += ["", "## Fixed target: ERT in rounds (success rate)", ""]
     shown = [10, 15, 20]                       # targets scale x 1, x 0.1, x 0.01
     header = ["problem", "configuration"] + [f"scale x 1e{analysis.checkpoints_lib.TARGET_EXPONENTS[j]:g}"

@@ -141,6 +141,7 @@ class Outputs(NamedTuple):
     best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
     hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
     target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
+    simple_curve: jax.Array    # (C,) simple regret of the recommendation at the checkpoints
     recommendation: jax.Array
     eliminated: jax.Array          # (K,) int32: the phase that eliminated each arm (0: never); tests read it
 
@@ -203,12 +204,18 @@ def communicate(kind: str, key, scale, pulls, local, order, count, chunks, chunk
     return jax.lax.fori_loop(0, chunks, one_chunk, (means, server))
 
 
+def recommend(active, server):
+    """The active arm with the largest server mean (the first on ties; arm 0 before any upload)."""
+    return jnp.argmax(jnp.where(active, server, -jnp.inf))
+
+
 class _State(NamedTuple):
     t: jax.Array            # rounds done
     regret: jax.Array       # R(t) (per client)
     curve: jax.Array        # (C,)
     best: checkpoints.Best
     best_curve: jax.Array   # (C,)
+    simple_curve: jax.Array  # (C,)
     active: jax.Array       # (K,) bool
     means: jax.Array        # (K, M) clients' running means over all completed phases
     server: jax.Array       # (K,) server means (of the active arms) after the last completed phase
@@ -278,15 +285,18 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         bound = jnp.sqrt(params.bound / (p * f).astype(server.dtype))
         best = jnp.max(jnp.where(s.active, server, -jnp.inf))
         keep = jnp.where(complete, s.active & ~(server + bound < best - bound), s.active)
-        return _State(t=end, regret=regret, curve=curve, best=so_far, best_curve=best_curve, active=keep, means=means,
-                      server=server,
+        # The recommendation changes when the phase completes, after its last round.
+        before, after = gap[recommend(s.active, s.server)], gap[recommend(keep, server)]
+        simple_curve = jnp.where(inside, jnp.where(complete & (cps == end), after, before), s.simple_curve)
+        return _State(t=end, regret=regret, curve=curve, best=so_far, best_curve=best_curve,
+                      simple_curve=simple_curve, active=keep, means=means, server=server,
                       phases=jnp.where(complete, p, s.phases),
                       uploads=jnp.where(complete, s.uploads + M * count, s.uploads), pulled=pulled,
                       eliminated=jnp.where(s.active & ~keep, p, s.eliminated))
 
     init = _State(t=jnp.int32(0), regret=jnp.float32(0.0), curve=jnp.zeros(cps.shape, jnp.float32),
                   best=checkpoints.best_start(jnp.float32), best_curve=jnp.zeros(cps.shape, jnp.float32),
-                  active=jnp.ones(K, bool), means=jnp.zeros((K, M), jnp.float32),
+                  simple_curve=jnp.zeros(cps.shape, jnp.float32), active=jnp.ones(K, bool), means=jnp.zeros((K, M), jnp.float32),
                   server=jnp.zeros(K, jnp.float32), phases=jnp.int32(0), uploads=jnp.int32(0),
                   pulled=jnp.zeros(K, bool), eliminated=jnp.zeros(K, jnp.int32))
     s = jax.lax.while_loop(lambda s: (s.t < T) & (jnp.sum(s.active, dtype=jnp.int32) > 1), phase, init)
@@ -301,12 +311,13 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
     committed_best = checkpoints.best_step(s.best, s.t + 1, gap[last], goals, committed)
     best_curve = jnp.where(cps > s.t, committed_best.value, s.best_curve)
     pulled = s.pulled | (committed & (jnp.arange(K) == last))
-    best = jnp.argmax(jnp.where(s.active, s.server, -jnp.inf))
+    best = recommend(s.active, s.server)
     return Outputs(curve=curve, final_regret=final,
                    flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
                    phases=s.phases, uploads=s.uploads, arms_left=jnp.sum(s.active, dtype=jnp.int32),
                    recommendation=points[best], eliminated=s.eliminated, best_curve=best_curve,
-                   hits=committed_best.hits, target_scale=scale)
+                   hits=committed_best.hits, target_scale=scale,
+                   simple_curve=jnp.where(cps > s.t, gap[best], s.simple_curve))
 
 
 ALGORITHM = Algorithm(name="fed1ucb", config_type=Fed1UCBConfig, make_static=make_static,

@@ -158,6 +158,7 @@ class Outputs(NamedTuple):
     best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
     hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
     target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
+    simple_curve: jax.Array    # (C,) simple regret of the recommendation at the checkpoints
 
 
 def check(config: FNUCBConfig, objective) -> None:
@@ -324,6 +325,7 @@ class _State(NamedTuple):
     curve: jax.Array
     best: checkpoints.Best
     best_curve: jax.Array
+    simple_curve: jax.Array
 
 
 def run_single(static: Static, params: Params, objective, key) -> Outputs:
@@ -366,11 +368,13 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         nets, agg_values = jax.lax.cond(in_history & (n % static.train_every == 0), trained,
                                         lambda: (s.nets, s.agg_values))
         regret = s.regret + gap[k]
+        pulls = s.pulls.at[k].add(1)
+        simple_curve = checkpoints.record(s.simple_curve, params.checkpoint_rounds, t + 1, gap[jnp.argmax(pulls)])
         best, best_curve = checkpoints.record_best(s.best, s.best_curve, params.checkpoint_rounds, t + 1, gap[k], goals)
         return _State(w=w, b=b, nets=nets, agg_values=agg_values, counts=counts, sums=sums,
-                      pulls=s.pulls.at[k].add(1), regret=regret,
+                      pulls=pulls, regret=regret,
                       curve=checkpoints.record(s.curve, params.checkpoint_rounds, t + 1, regret), best=best,
-                      best_curve=best_curve)
+                      best_curve=best_curve, simple_curve=simple_curve)
 
     init = _State(w=jnp.stack([w0, w0]), b=jnp.zeros(w0.shape[1], jnp.float32),
                   nets=jax.tree.map(lambda x: jnp.broadcast_to(x, (M,) + x.shape), theta0),
@@ -378,14 +382,15 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
                   sums=jnp.zeros((M, K), jnp.float32), pulls=jnp.zeros(K, jnp.int32),
                   regret=jnp.float32(0.0), curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32),
                   best=checkpoints.best_start(jnp.float32),
-                  best_curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32))
+                  best_curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32),
+                  simple_curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32))
     s = jax.lax.fori_loop(0, static.horizon, round_, init)
     pulled = s.pulls > 0
     return Outputs(curve=s.curve, final_regret=s.regret,
                    flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
                    phases=jnp.int32(static.horizon), recommendation=points[jnp.argmax(s.pulls)],
                    arms_pulled=jnp.sum(pulled, dtype=jnp.int32), best_curve=s.best_curve, hits=s.best.hits,
-                   target_scale=scale)
+                   target_scale=scale, simple_curve=s.simple_curve)
 
 
 ALGORITHM = Algorithm(name="fnucb", config_type=FNUCBConfig, make_static=make_static, make_params=make_params,

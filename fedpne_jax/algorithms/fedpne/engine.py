@@ -35,6 +35,7 @@ class Outputs(NamedTuple):
     best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints (NaN with uniform points)
     hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
     target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
+    simple_curve: jax.Array    # (C,) simple regret of the recommendation at the checkpoints
 
 
 def run_single(static: Static, params: Params, objective, key) -> Outputs:
@@ -51,7 +52,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
     state = jax.lax.while_loop(lambda s: (s.t < static.horizon) & (s.flags == 0), body, state)
     return Outputs(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
                      state.recommendation, state.max_active, state.flags, state.evaluations, state.best_curve,
-                     state.best.hits, scale)
+                     state.best.hits, scale, state.simple_curve)
 
 
 def run_keys(key):
@@ -73,7 +74,8 @@ def report(config: FedPNEConfig, sizes: Tables, out: Outputs) -> tuple[str, dict
                    recommendation=np.asarray(out.recommendation, np.float64),
                    max_active=np.asarray(out.max_active, np.int64),
                    best_curve=np.asarray(out.best_curve, np.float64), hits=np.asarray(out.hits, np.int64),
-                   target_scale=np.asarray(out.target_scale, np.float64))
+                   target_scale=np.asarray(out.target_scale, np.float64),
+                   simple_curve=np.asarray(out.simple_curve, np.float64))
     return ("dp-fedpne" if config.dp else "fedpne"), resolved, metrics
 
 

@@ -40,6 +40,8 @@ class RunState(NamedTuple):
     uploads: jax.Array         # sum over uploaded phases of |K^p| (scalars per client)
     depth_pulled: jax.Array    # depth of the last phase that pulled
     recommendation: jax.Array  # (D,) centre of the best node of the last completed phase
+    simple: jax.Array          # () f* - f(recommendation) on the global objective
+    simple_curve: jax.Array    # (C,) ``simple`` at the checkpoint rounds
     max_active: jax.Array      # largest |K| seen or asked for (how much capacity a run needs)
     flags: jax.Array           # FLAG_* bits; any set bit stops the run
     evaluations: jax.Array     # (4,) int32 objective evaluations so far (see evaluation.py)
@@ -64,7 +66,9 @@ def init_state(static: Static, objective, partition_key, scale) -> RunState:
                     curve=jnp.zeros((static.checkpoints,), dt), best=best,
                     best_curve=jnp.full((static.checkpoints,), jnp.nan if not best_recorded(static) else 0.0, dt),
                     goals=checkpoints.targets(scale), phases=zero, uploads=zero,
-                    depth_pulled=zero, recommendation=centre, max_active=jnp.int32(1), flags=zero,
+                    depth_pulled=zero, recommendation=centre,
+                    simple=jnp.asarray(objective.f_star, dt) - objective.global_value(centre).astype(dt),
+                    simple_curve=jnp.zeros((static.checkpoints,), dt), max_active=jnp.int32(1), flags=zero,
                     evaluations=jnp.zeros((4,), jnp.int32))
 
 
@@ -149,6 +153,13 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     best = jnp.argmax(mu)
     b, smooth = params.conf[h], params.smooth[h]
     eliminated = est.mean + b + smooth < mu[best] - b
+    # The recommendation changes when the phase completes, after its last round.  Its gap is the
+    # pulled centre's (est.gap), or, with uniform points in the cells, one evaluation of the global
+    # objective at the centre a phase.
+    new = (est.gap[best] if best_recorded(static)
+           else jnp.asarray(objective.f_star, static.float_dtype) - objective.global_value(centre[best]))
+    simple = jnp.where(complete, new.astype(static.float_dtype), state.simple)
+    simple_curve = jnp.where(in_phase, jnp.where(rounds == t_end, simple, state.simple), state.simple_curve)
     return state._replace(
         survivors=active & ~eliminated,
         pending=complete,
@@ -161,6 +172,8 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
         uploads=state.uploads + jnp.where(complete, table.count, 0),
         depth_pulled=h,
         recommendation=jnp.where(complete, centre[best], state.recommendation),
+        simple=simple,
+        simple_curve=simple_curve,
         flags=state.flags | est.flags,
         evaluations=state.evaluations + est.evaluated,
     )

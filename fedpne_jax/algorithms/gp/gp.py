@@ -323,6 +323,7 @@ class Outputs(NamedTuple):
     best_curve: jax.Array        # (C,) best-so-far regret at the checkpoints (over every pick of a round)
     hits: jax.Array              # (51,) int32 first round the best-so-far regret reached each target, 0: not
     target_scale: jax.Array      # () the targets' scale (checkpoints.target_scale)
+    simple_curve: jax.Array      # (C,) simple regret of the recommendation after each checkpoint round
     choices: jax.Array           # (trace,) or (trace, M) int32 candidate indices, -1 past T
 
 
@@ -335,6 +336,7 @@ class _Carry(NamedTuple):
     curve: Any
     best: Any                    # checkpoints.Best
     best_curve: Any
+    simple_curve: Any
     choices: Any
 
 
@@ -387,13 +389,17 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
         curve = checkpoints.record(carry.curve, params.checkpoint_rounds, t, regret[0])
         best, best_curve = checkpoints.record_best(carry.best, carry.best_curve, params.checkpoint_rounds, t,
                                                    gaps[js[0]] if B == 1 else jnp.min(gaps[js]), goals)
+        observed_now = carry.observed.at[js, slots].set(True)
+        # The recommendation after round t (argmax over the K candidates, small beside the round's
+        # K x K update), so that every checkpoint has its simple regret.
+        simple = gaps[policy.recommend(params, Model(mean, cov, jnp.any(observed_now, axis=1)), extra)]
+        simple_curve = checkpoints.record(carry.simple_curve, params.checkpoint_rounds, t, simple)
         choices = carry.choices
         if static.trace:
             row = jnp.minimum(t - 1, static.trace - 1)
             chosen = js if B > 1 else js[0]
             choices = choices.at[row].set(jnp.where(t <= static.trace, chosen, choices[row]))
-        return _Carry(mean, cov, extra, carry.observed.at[js, slots].set(True), regret, curve, best, best_curve,
-                      choices)
+        return _Carry(mean, cov, extra, observed_now, regret, curve, best, best_curve, simple_curve, choices)
 
     kmat = kernel(static.kernel, squared_distances(static, unit), params.lengthscale)
     trace_shape = (static.trace,) if B == 1 else (static.trace, B)
@@ -401,6 +407,7 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
                    observed=jnp.zeros((K, B), bool), regret=(jnp.float32(0.0), jnp.float32(0.0)),
                    curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
                    best=checkpoints.best_start(jnp.float32), best_curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
+                   simple_curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
                    choices=jnp.full(trace_shape, -1, jnp.int32))
     carry = jax.lax.fori_loop(jnp.int32(1), params.horizon + 1, round_, carry)
 
@@ -410,7 +417,8 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
     best = policy.recommend(params, Model(carry.mean, carry.cov, any_obs), carry.extra)
     return Outputs(curve=carry.curve, final_regret=carry.regret[0], flags=flags.astype(jnp.int32),
                    recommendation=points[best], distinct=jnp.sum(any_obs.astype(jnp.int32)),
-                   best_curve=carry.best_curve, hits=carry.best.hits, target_scale=scale, choices=carry.choices)
+                   best_curve=carry.best_curve, hits=carry.best.hits, target_scale=scale,
+                   simple_curve=carry.simple_curve, choices=carry.choices)
 
 
 def global_rewards(objective, points):

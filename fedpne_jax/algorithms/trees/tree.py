@@ -19,7 +19,8 @@ policy's own state, any pytree; ``last``: :class:`Last`, the round's selection a
   its own random numbers, as VROOM does; each instance's own under :func:`parallel`);
   ``refresh(static, params, k, table, extra) -> (table, extra)``: run at round 2^k (or k * ``refresh_every``) between its selection and its update (None:
   never);
-  ``recommend(static, params, table, extra, last) -> point`` (default: round T + 1's selection);
+  ``recommend(static, params, table, extra, last) -> point`` (default :func:`next_selection`:
+  round T + 1's selection; also called after each checkpoint round, for the simple regret);
   ``root_expanded``: the table starts with the root's two children (PyXAB's HCT and HOO) or the
   root alone.
 
@@ -567,13 +568,15 @@ class Pull(NamedTuple):
     best: checkpoints.Best
     best_curve: jax.Array  # (C,) best-so-far regret, written with ``curve``
     goals: jax.Array       # (51,) the fixed targets of the best-so-far regret (checkpoints.targets)
+    simple_curve: jax.Array  # (C,) simple regret, written one round late (:func:`record_simple`)
+    simple_cursor: jax.Array  # () int32 next checkpoint of ``simple_curve``; depends on t only
 
 
 def start_pulls(checkpoints_: int, dim: int, trace: int, dtype, scale) -> Pull:
     zeros = jnp.zeros((checkpoints_,), dtype)
     return Pull(regret=jnp.zeros((), dtype), curve=zeros, cursor=jnp.int32(0), flags=jnp.int32(0),
                 points=jnp.zeros((trace, dim), dtype), best=checkpoints.best_start(dtype), best_curve=zeros,
-                goals=checkpoints.targets(scale))
+                goals=checkpoints.targets(scale), simple_curve=zeros, simple_cursor=jnp.int32(0))
 
 
 def _checkpoint_tables(rounds):
@@ -596,6 +599,21 @@ def _record(rounds, book: Pull, t, regret, best):
     return write(book.curve, regret), write(book.best_curve, best), jnp.where(hit, jnp.asarray(nxt)[j], book.cursor)
 
 
+def record_simple(rounds, book: Pull, t, gap_of_recommendation) -> Pull:
+    """Write the simple regret of the recommendation after round t - 1 at its checkpoint, if t - 1 is
+    one.  The recommendation after round t - 1 needs round t's selection (``recommend`` reads it, as
+    PyXAB's ``get_last_point`` does), so round t writes it, and round T + 1 the last checkpoint.
+    ``gap_of_recommendation(hit)`` is evaluated under ``hit``, which depends on t only: a policy whose
+    recommendation is not the point it pulls pays one evaluation of the objective per checkpoint."""
+    nxt, _ = _checkpoint_tables(rounds)
+    c = len(rounds)
+    j = jnp.minimum(book.simple_cursor, c - 1)
+    hit = (book.simple_cursor < c) & (jnp.asarray(rounds, jnp.int32)[j] == t - 1)
+    value = jnp.where(hit, gap_of_recommendation(hit), book.simple_curve[j])
+    return book._replace(simple_curve=jax.lax.dynamic_update_slice(book.simple_curve, value[None], (j,)),
+                         simple_cursor=jnp.where(hit, jnp.asarray(nxt)[j], book.simple_cursor))
+
+
 def final_curve(rounds, curve):
     """``curve`` with every checkpoint filled (checkpoints sharing a round copy the first one's)."""
     _, first = _checkpoint_tables(rounds)
@@ -606,7 +624,8 @@ def pull(static, params, objective, book: Pull, t, x, u, pulling):
     """Evaluate the global objective at ``x`` in round ``t``: the regret f* - f(x) is added, the
     best-so-far regret updated, both recorded at the checkpoints, and the reward (noise.reward of the
     run's noise model, from the round's uniforms ``u``, as noise.observe draws them) is returned with
-    the updated bookkeeping.  Nothing is recorded unless ``pulling`` (round T + 1 only selects)."""
+    the gap f* - f(x) and the updated bookkeeping.  Nothing is recorded unless ``pulling`` (round
+    T + 1 only selects)."""
     f = objective.global_value(x).astype(x.dtype)
     kind = static.noise_kind
     scale = params.noise_scale
@@ -619,7 +638,7 @@ def pull(static, params, objective, book: Pull, t, x, u, pulling):
     points = book.points
     if static.trace:
         points = jnp.where(pulling, jax.lax.dynamic_update_slice(points, x[None], (t - 1, jnp.zeros_like(t))), points)
-    return r, book._replace(regret=regret, curve=curve, cursor=cursor, flags=flags, points=points, best=best,
+    return r, gap, book._replace(regret=regret, curve=curve, cursor=cursor, flags=flags, points=points, best=best,
                             best_curve=best_curve)
 
 
@@ -672,6 +691,12 @@ def make_static(config, objective, capacity: int, height: int, cls: Any = TreeSt
                real=config.precision, chunk=chunk_size(config.horizon), **fields)
 
 
+def next_selection(static, params, table, extra, last):
+    """The default ``recommend`` hook, PyXAB's ``get_last_point``: the point of the next round's
+    selection (after the loop, round T + 1's)."""
+    return last.point
+
+
 @dataclasses.dataclass(frozen=True)
 class TreePolicy:
     """An algorithm's rules (plain functions, closed over nothing dynamic); see the module docstring."""
@@ -681,7 +706,7 @@ class TreePolicy:
     init: Callable = lambda static, params, table, key: ()
     refresh: Optional[Callable] = None
     refresh_every: int = 0          # > 0: refresh at rounds k * refresh_every instead of 2^k
-    recommend: Callable = lambda static, params, table, extra, last: last.point
+    recommend: Callable = next_selection
     root_expanded: bool = True
 
 
@@ -711,6 +736,7 @@ class Outputs(NamedTuple):
     best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
     hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
     target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
+    simple_curve: jax.Array    # (C,) simple regret f* - f(recommendation) at the checkpoints
     points: jax.Array          # (T, D) the pulled points when the static asks for a trace, else (0, D)
 
 
@@ -829,8 +855,17 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
 
     def select(t, u, s: State, pulling) -> State:
         choice, x = policy.select(static, params, s.table, s.extra, t)
-        r, book = pull(static, params, objective, s.book, t, x, u, pulling)
-        return s._replace(book=book, last=Last(choice, r, u[2], x))
+        r, gap, book = pull(static, params, objective, s.book, t, x, u, pulling)
+        last = Last(choice, r, u[2], x)
+
+        def simple(hit):
+            if policy.recommend is next_selection:
+                return gap
+            point = lambda: policy.recommend(static, params, s.table, s.extra, last)
+            f_star = jnp.asarray(objective.f_star, gap.dtype)
+            return jax.lax.cond(hit, lambda: f_star - objective.global_value(point()).astype(gap.dtype),
+                                lambda: jnp.zeros((), gap.dtype))
+        return s._replace(book=record_simple(static.checkpoint_rounds, book, t, simple), last=last)
 
     hook = policy.refresh
 
@@ -850,7 +885,7 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
     return Outputs(curve=final_curve(rounds, book.curve), final_regret=book.regret,
                   flags=flags, recommendation=policy.recommend(static, params, state.table, state.extra, state.last),
                   nodes=size, depth=height, best_curve=final_curve(rounds, book.best_curve), hits=book.best.hits,
-                  target_scale=scale, points=book.points)
+                  target_scale=scale, simple_curve=final_curve(rounds, book.simple_curve), points=book.points)
 
 
 def algorithm(name: str, config_type, make_static: Callable, make_params: Callable, policy: TreePolicy,
