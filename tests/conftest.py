@@ -43,11 +43,11 @@ def _programs_of_one_file():
 
 def pytest_addoption(parser):
     parser.addoption("--thorough", action="store_true", default=bool(os.environ.get("FEDPNE_THOROUGH")),
-                     help="also run the cases tests/support/tiers.py keeps out of the quick tier")
+                     help="run the whole suite, not only the gate (tests/support/tiers.py)")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "thorough: a case of the thorough tier (tests/support/tiers.py)")
+    config.addinivalue_line("markers", "thorough: a test of the thorough tier only (tests/support/tiers.py)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -57,9 +57,9 @@ def pytest_collection_modifyitems(config, items):
         functions.setdefault(function, []).append(tiers.thorough(item.nodeid))
         if functions[function][-1]:
             item.add_marker(pytest.mark.thorough)
-    empty = [f for f, marks in functions.items() if all(marks) and f not in tiers.WHOLE]
+    empty = [f for f, marks in functions.items() if all(marks) and not tiers.whole(f)]
     if empty:
-        raise pytest.UsageError(f"tests/support/tiers.py leaves no quick case of {empty}; name them in WHOLE")
+        raise pytest.UsageError(f"tests/support/tiers.py's CASES leave no gate case of {empty}; name them in FUNCTIONS")
     if not (config.option.keyword or config.option.markexpr) and all(os.path.isdir(a) for a in config.args):
         stale = tiers.stale(item.nodeid for item in items)
         if stale:
