@@ -16,10 +16,50 @@ def rounds(horizon: int, count: int) -> np.ndarray:
     return ((c * horizon + count - 1) // count).astype(np.int32)
 
 
+# Three ways to write a curve at its checkpoints, by how an algorithm's loop advances:
+# * record: a round at a time, a where over the C checkpoints (rounds may be data, as in a grid);
+# * cursor / write / filled: a round at a time in O(1), for static rounds (the tree skeleton);
+# * within: a span of rounds at a time (a phase), every checkpoint inside it at once.
+
 def record(curve, checkpoint_rounds, t, regret):
     """``curve`` with ``regret`` written at the checkpoints equal to round t (one-round-at-a-time
     algorithms call this once per round; several checkpoints can share a round when C > T)."""
     return jnp.where(jnp.asarray(checkpoint_rounds) == t, regret, curve)
+
+
+def _tables(rounds):
+    """(next, first) per checkpoint of static ``rounds``: the index of the next checkpoint with a later
+    round, and of the first checkpoint with the same round (several share a round when C > T)."""
+    rounds = np.asarray(rounds)
+    return (np.searchsorted(rounds, rounds, side="right").astype(np.int32),
+            np.searchsorted(rounds, rounds, side="left").astype(np.int32))
+
+
+def cursor(rounds, position, t):
+    """(j, hit, next position) of a cursor over static ``rounds``: checkpoint j = ``position`` is due
+    when its round is t, and the cursor then skips the checkpoints sharing that round (:func:`filled`
+    copies them).  O(1) a round: a where over all C checkpoints every round costs more than the rest of
+    a tree round's bookkeeping.  ``position`` depends on t only, so it stays unbatched under vmap."""
+    nxt, _ = _tables(rounds)
+    c = len(rounds)
+    j = jnp.minimum(position, c - 1)
+    hit = (position < c) & (jnp.asarray(rounds, jnp.int32)[j] == t)
+    return j, hit, jnp.where(hit, jnp.asarray(nxt)[j], position)
+
+
+def write(curve, j, hit, value):
+    """``curve`` with ``value`` at checkpoint j when ``hit`` (:func:`cursor`)."""
+    return jax.lax.dynamic_update_slice(curve, jnp.where(hit, value, curve[j])[None], (j,))
+
+
+def filled(rounds, curve):
+    """A cursor-written ``curve`` with every checkpoint filled (those sharing a round copy the first)."""
+    return curve[jnp.asarray(_tables(rounds)[1])]
+
+
+def within(rounds, start, end):
+    """(C,) bool: the checkpoints in rounds start + 1 .. end (a phase's span)."""
+    return (rounds > start) & (rounds <= end)
 
 
 # ---------------------------------------------------------------- best-so-far regret and fixed targets

@@ -259,7 +259,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
             before = jnp.where(j > 0, blocks[jnp.clip(j - 1, 0, K - 1)], 0.0)
             return before + jnp.where(part > 0, part.astype(gap.dtype) * gap_rank[jnp.minimum(j, K - 1)], 0.0)
 
-        inside = (cps > s.t) & (cps <= end)
+        inside = checkpoints.within(cps, s.t, end)
         curve = jnp.where(inside, s.regret + regret_until(cps), s.curve)
         regret = s.regret + regret_until(end)
 

@@ -130,7 +130,7 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     t_end = jnp.where(complete, t + jnp.minimum(table.count, full) * n, T)
 
     rounds = jnp.asarray(checkpoints.rounds(static.horizon, static.checkpoints))
-    in_phase = (rounds > t) & (rounds <= t_end)
+    in_phase = checkpoints.within(rounds, t, t_end)
     offset = jnp.clip(rounds - t, 0, t_end - t)
     jc = row_quotient(offset, n)
     part = jnp.where(in_phase, offset - jc * n, 0)

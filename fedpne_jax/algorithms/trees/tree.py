@@ -579,45 +579,15 @@ def start_pulls(checkpoints_: int, dim: int, trace: int, dtype, scale) -> Pull:
                 goals=checkpoints.targets(scale), simple_curve=zeros, simple_cursor=jnp.int32(0))
 
 
-def _checkpoint_tables(rounds):
-    """(next, first) per checkpoint: the index of the next checkpoint with a later round, and of the
-    first checkpoint with the same round (several share a round when C > T)."""
-    rounds = np.asarray(rounds)
-    nxt = np.searchsorted(rounds, rounds, side="right").astype(np.int32)
-    first = np.searchsorted(rounds, rounds, side="left").astype(np.int32)
-    return nxt, first
-
-
-def _record(rounds, book: Pull, t, regret, best):
-    """Write ``regret`` and ``best`` at the next checkpoint when its round is t: O(1) per round (a
-    where over all C checkpoints every round would cost more than the rest of a round's bookkeeping)."""
-    nxt, _ = _checkpoint_tables(rounds)
-    c = len(rounds)
-    j = jnp.minimum(book.cursor, c - 1)
-    hit = (book.cursor < c) & (jnp.asarray(rounds, jnp.int32)[j] == t)
-    write = lambda curve, value: jax.lax.dynamic_update_slice(curve, jnp.where(hit, value, curve[j])[None], (j,))
-    return write(book.curve, regret), write(book.best_curve, best), jnp.where(hit, jnp.asarray(nxt)[j], book.cursor)
-
-
 def record_simple(rounds, book: Pull, t, gap_of_recommendation) -> Pull:
     """Write the simple regret of the recommendation after round t - 1 at its checkpoint, if t - 1 is
     one.  The recommendation after round t - 1 needs round t's selection (``recommend`` reads it, as
     PyXAB's ``get_last_point`` does), so round t writes it, and round T + 1 the last checkpoint.
     ``gap_of_recommendation(hit)`` is evaluated under ``hit``, which depends on t only: a policy whose
     recommendation is not the point it pulls pays one evaluation of the objective per checkpoint."""
-    nxt, _ = _checkpoint_tables(rounds)
-    c = len(rounds)
-    j = jnp.minimum(book.simple_cursor, c - 1)
-    hit = (book.simple_cursor < c) & (jnp.asarray(rounds, jnp.int32)[j] == t - 1)
-    value = jnp.where(hit, gap_of_recommendation(hit), book.simple_curve[j])
-    return book._replace(simple_curve=jax.lax.dynamic_update_slice(book.simple_curve, value[None], (j,)),
-                         simple_cursor=jnp.where(hit, jnp.asarray(nxt)[j], book.simple_cursor))
-
-
-def final_curve(rounds, curve):
-    """``curve`` with every checkpoint filled (checkpoints sharing a round copy the first one's)."""
-    _, first = _checkpoint_tables(rounds)
-    return curve[jnp.asarray(first)]
+    j, hit, position = checkpoints.cursor(rounds, book.simple_cursor, t - 1)
+    return book._replace(simple_curve=checkpoints.write(book.simple_curve, j, hit, gap_of_recommendation(hit)),
+                         simple_cursor=position)
 
 
 def pull(static, params, objective, book: Pull, t, x, u, pulling):
@@ -634,7 +604,9 @@ def pull(static, params, objective, book: Pull, t, x, u, pulling):
     gap = jnp.asarray(objective.f_star, x.dtype) - f
     regret = jnp.where(pulling, book.regret + gap, book.regret)
     best = checkpoints.best_step(book.best, t, gap, book.goals, pulling)
-    curve, best_curve, cursor = _record(static.checkpoint_rounds, book, t, regret, best.value)
+    j, hit, cursor = checkpoints.cursor(static.checkpoint_rounds, book.cursor, t)
+    curve, best_curve = checkpoints.write(book.curve, j, hit, regret), checkpoints.write(book.best_curve, j, hit,
+                                                                                          best.value)
     points = book.points
     if static.trace:
         points = jnp.where(pulling, jax.lax.dynamic_update_slice(points, x[None], (t - 1, jnp.zeros_like(t))), points)
@@ -882,10 +854,10 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
     if static.instances > 1:
         size, height = jnp.sum(size), jnp.max(height)
     rounds, book = static.checkpoint_rounds, state.book
-    return Outputs(curve=final_curve(rounds, book.curve), final_regret=book.regret,
+    return Outputs(curve=checkpoints.filled(rounds, book.curve), final_regret=book.regret,
                   flags=flags, recommendation=policy.recommend(static, params, state.table, state.extra, state.last),
-                  nodes=size, depth=height, best_curve=final_curve(rounds, book.best_curve), hits=book.best.hits,
-                  target_scale=scale, simple_curve=final_curve(rounds, book.simple_curve), points=book.points)
+                  nodes=size, depth=height, best_curve=checkpoints.filled(rounds, book.best_curve), hits=book.best.hits,
+                  target_scale=scale, simple_curve=checkpoints.filled(rounds, book.simple_curve), points=book.points)
 
 
 def algorithm(name: str, config_type, make_static: Callable, make_params: Callable, policy: TreePolicy,
