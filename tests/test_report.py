@@ -30,9 +30,9 @@ def test_runtime_ecdf_by_hand():
     np.testing.assert_allclose(analysis.ecdf(hits, [1, 3, 4, 5, 10, 20]), [0, 1 / 6, 1 / 6, 2 / 6, 3 / 6, 3 / 6])
 
 
-def _entry(label, problem, final):
+def _entry(label, objective, final):
     final = np.asarray(final, float)
-    return analysis.Entry(label=label, algorithm=label.lower(), problem=problem, per_round=1, horizon=10,
+    return analysis.Entry(label=label, algorithm=label.lower(), objective=objective, dim=2, per_round=1, horizon=10,
                           checkpoints=np.array([5, 10]), curves=np.ones((final.size, 2)),
                           best=np.stack([final + 1, final], 1), hits=np.zeros((final.size, 51), int),
                           scale=np.ones(final.size), simple=np.stack([final + 2, final], 1), source="x")
@@ -41,7 +41,7 @@ def _entry(label, problem, final):
 def test_ranks_and_win_rates_by_hand():
     entries = [_entry("A", "p", [1, 2]), _entry("B", "p", [2, 3]), _entry("A", "q", [5, 5]), _entry("B", "q", [4, 4])]
     ranks = analysis.ranks(entries)
-    assert ranks["per_problem"] == {"p": {"A": 1.0, "B": 2.0}, "q": {"A": 2.0, "B": 1.0}}
+    assert ranks["per_problem"] == {"p-2d": {"A": 1.0, "B": 2.0}, "q-2d": {"A": 2.0, "B": 1.0}}
     assert ranks["mean"] == {"A": 1.5, "B": 1.5}
     labels, wins = analysis.win_rates(entries)
     # p: A beats B in (1<2, 1<3, 2=2 half, 2<3) = 3.5 of 4; q: A never.  Averaged over the two problems.

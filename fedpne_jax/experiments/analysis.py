@@ -38,7 +38,8 @@ class Entry:
 
     label: str                   # distinct among the entries of a report
     algorithm: str
-    problem: str                 # objective name and dimension, e.g. "garland-1d"
+    objective: str               # the objective's name ("?" where the results do not say)
+    dim: int | None              # its dimension (None where the results do not say)
     per_round: int               # objective evaluations per round (M for a federated algorithm)
     horizon: int
     checkpoints: np.ndarray      # (C,) rounds
@@ -52,6 +53,11 @@ class Entry:
     base_seed: int = 0
 
     @property
+    def problem(self) -> str:
+        """The objective and its dimension, e.g. "garland-1d": what the tables group runs by."""
+        return f"{self.objective}-{'?' if self.dim is None else self.dim}d"
+
+    @property
     def runs(self) -> int:
         return int(self.curves.shape[0])
 
@@ -61,20 +67,22 @@ class Entry:
         return float(self.scale[0]) * 10.0 ** checkpoints_lib.TARGET_EXPONENTS
 
 
-def _problem(config: dict) -> str:
-    return f"{config.get('objective', '?')}-{config.get('dim', '?')}d"
+def _problem(config: dict) -> dict:
+    """A run file's objective and dimension (``objective`` and ``dim`` of its config)."""
+    dim = config.get("dim")
+    return {"objective": str(config.get("objective", "?")), "dim": None if dim is None else int(dim)}
 
 
-def _sweep_problem(labels: dict) -> str:
-    """A sweep configuration's problem: its objective and dimension (the sweep's ``dim``, else the
-    objective's default, read from the registry without building it)."""
+def _sweep_problem(labels: dict) -> dict:
+    """A sweep configuration's objective and dimension (the sweep's ``dim``, else the objective's
+    default, read from the registry without building it)."""
     dim = labels.get("dim")
     if dim is None:
         try:
             dim = objective_registry.spec(labels["objective"]).default_dim
         except (KeyError, TypeError, ValueError):
             dim = None
-    return _problem({"objective": labels.get("objective"), "dim": "?" if dim is None else dim})
+    return _problem({"objective": labels.get("objective", "?"), "dim": dim})
 
 
 def _measures(per_seed: dict, where: str) -> tuple:
@@ -100,7 +108,7 @@ def _run_entry(path: str) -> Entry:
         raise ValueError(f"{path!r} is not a result of 'fedpne run --output' (no per_seed/config)")
     config, algorithm = data["config"], data["algorithm"]
     best, hits, scale, simple = _measures(data["per_seed"], path)
-    return Entry(label=registry.label(algorithm), algorithm=algorithm, problem=_problem(config),
+    return Entry(label=registry.label(algorithm), algorithm=algorithm, **_problem(config),
                  per_round=int(config.get("num_clients", 1)), horizon=int(config["horizon"]),
                  checkpoints=np.asarray(data["checkpoints"], np.int64),
                  curves=np.asarray(data["per_seed"]["curves"], float), best=best, hits=hits, scale=scale,
@@ -125,7 +133,7 @@ def _sweep_entries(path: str) -> list[Entry]:
         best, hits, scale, simple = _measures(metrics, path)
         extra = ", ".join(f"{k}={labels[k]}" for k in varied[labels["algorithm"]] if labels.get(k) is not None)
         out.append(Entry(label=registry.label(algorithm) + (f" ({extra})" if extra else ""), algorithm=algorithm,
-                         problem=_sweep_problem(labels), per_round=int(resolved.get("num_clients", 1)),
+                         **_sweep_problem(labels), per_round=int(resolved.get("num_clients", 1)),
                          horizon=int(resolved["horizon"]), checkpoints=np.asarray(res.checkpoints[i], np.int64),
                          curves=res.curves[i][done], best=best, hits=hits, scale=scale, simple=simple, source=path,
                          seeds=np.asarray(res.seeds)[done], base_seed=int(res.definition.get("base_seed", 0))))

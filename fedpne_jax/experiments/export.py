@@ -98,11 +98,10 @@ def improvements(entry, i: int) -> list[tuple[int, float]]:
     return out
 
 
-def _problem(problem: str) -> tuple[str, int]:
-    found = re.fullmatch(r"(.+)-(\d+)d", problem)
-    if found is None:
-        raise ValueError(f"problem {problem!r} names no dimension; the IOHprofiler format needs one")
-    return found.group(1), int(found.group(2))
+def _problem(entry) -> tuple[str, int]:
+    if entry.dim is None:
+        raise ValueError(f"problem {entry.problem!r} names no dimension; the IOHprofiler format needs one")
+    return entry.objective, entry.dim
 
 
 def _folder(label: str, taken: set) -> str:
@@ -131,7 +130,7 @@ def export_ioh(paths, out: str) -> int:
         if not (all(math.isfinite(v) for v in e.best.ravel()) and (e.hits >= 0).all()):
             raise ValueError(f"{e.label!r} on {e.problem}: its runs have no best-so-far regret (Fed-PNE with "
                              f"pull='uniform' does not record it), which the IOHprofiler format is made of")
-    ids = {name: k + 1 for k, name in enumerate(sorted({_problem(e.problem)[0] for e in entries}))}
+    ids = {name: k + 1 for k, name in enumerate(sorted({_problem(e)[0] for e in entries}))}
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
     stage = tempfile.mkdtemp(prefix=".fedpne-ioh-", dir=parent)
@@ -145,7 +144,7 @@ def export_ioh(paths, out: str) -> int:
                 folders[e.label].full_precision = True
                 folders[e.label].add_run_attribute("seed", 0.0)
             logger = folders[e.label]
-            name, dim = _problem(e.problem)
+            name, dim = _problem(e)
             optimum = ioh.RealSolution([0.0] * dim, 0.0)
             for i in range(e.runs):
                 logger.attach_problem(ioh.MetaData(ids[name], 1, name, dim, ioh.OptimizationType.MIN))
@@ -172,7 +171,7 @@ def _set_budgets(stage: str, entries) -> None:
     problem's calls, writes 0): T x M, which IOHanalyzer counts for a run that misses a target."""
     budgets: dict = {}
     for e in entries:
-        name, dim = _problem(e.problem)
+        name, dim = _problem(e)
         budgets.setdefault((e.label, name, dim), []).extend([e.horizon * e.per_round] * e.runs)
     for root, _, files in os.walk(stage):
         for file in files:
