@@ -83,12 +83,18 @@ def best_start(dtype) -> Best:
     return Best(value=jnp.asarray(jnp.inf, dtype), hits=jnp.zeros(TARGET_EXPONENTS.shape, jnp.int32))
 
 
-def target_scale(objective, dtype) -> jax.Array:
+def centre_gap(objective, dtype) -> jax.Array:
+    """f* - f(centre of the box): one evaluation of the global objective."""
+    centre = (jnp.asarray(objective.lo, dtype) + jnp.asarray(objective.hi, dtype)) / 2
+    return jnp.asarray(objective.f_star, dtype) - objective.global_value(centre).astype(dtype)
+
+
+def target_scale(objective, dtype, gap=None) -> jax.Array:
     """The targets' scale: f* - f(centre of the box), the regret of the one point every algorithm
     can name before it starts (1 where that is 0: the centre is optimal, so a run that evaluates it
-    reaches every target at once, whatever the scale).  One evaluation of the global objective."""
-    centre = (jnp.asarray(objective.lo, dtype) + jnp.asarray(objective.hi, dtype)) / 2
-    gap = jnp.asarray(objective.f_star, dtype) - objective.global_value(centre).astype(dtype)
+    reaches every target at once, whatever the scale).  ``gap``: :func:`centre_gap`, where the caller
+    needs it too (else one evaluation of the global objective here)."""
+    gap = centre_gap(objective, dtype) if gap is None else gap
     return jnp.where(gap > 0, gap, jnp.ones((), dtype))
 
 

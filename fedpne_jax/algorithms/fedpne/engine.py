@@ -41,8 +41,10 @@ class Outputs(NamedTuple):
 def run_single(static: Static, params: Params, objective, key) -> Outputs:
     """One seed of Fed-PNE: phases until round T (or until a flag stops the run)."""
     partition_key, sample_key = run_keys(key)
-    scale = checkpoints.target_scale(objective, static.float_dtype)
-    state = phase_lib.init_state(static, objective, partition_key, scale)
+    # The centre is also the recommendation before the first phase completes: one evaluation for both.
+    gap = checkpoints.centre_gap(objective, static.float_dtype)
+    scale = checkpoints.target_scale(objective, static.float_dtype, gap)
+    state = phase_lib.init_state(static, objective, partition_key, scale, gap)
 
     def body(s):
         s = phase_lib.expand_until_ready(static, params, s)

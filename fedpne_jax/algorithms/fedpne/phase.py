@@ -53,7 +53,8 @@ def best_recorded(static: Static) -> bool:
     return static.pull != "uniform"
 
 
-def init_state(static: Static, objective, partition_key, scale) -> RunState:
+def init_state(static: Static, objective, partition_key, scale, centre_gap) -> RunState:
+    """The state before phase 1; ``centre_gap``: f* - f(centre of the box), the first recommendation's."""
     table = partition.root(static, partition_key)
     dt = static.float_dtype
     centre = 0.5 * (jnp.asarray(objective.lo, dt) + jnp.asarray(objective.hi, dt))
@@ -67,7 +68,7 @@ def init_state(static: Static, objective, partition_key, scale) -> RunState:
                     best_curve=jnp.full((static.checkpoints,), jnp.nan if not best_recorded(static) else 0.0, dt),
                     goals=checkpoints.targets(scale), phases=zero, uploads=zero,
                     depth_pulled=zero, recommendation=centre,
-                    simple=jnp.asarray(objective.f_star, dt) - objective.global_value(centre).astype(dt),
+                    simple=centre_gap.astype(dt),
                     simple_curve=jnp.zeros((static.checkpoints,), dt), max_active=jnp.int32(1), flags=zero,
                     evaluations=jnp.zeros((4,), jnp.int32))
 
