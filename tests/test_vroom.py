@@ -62,8 +62,8 @@ def test_noise_free_himmelblau_evaluates_the_reference_points(himmelblau, split)
         assert_same_run(out, i, reference(config, "himmelblau", 2, seed))
 
 
-def test_noisy_regret_and_depth_equal_the_reference_statistically(garland):
-    """The noise scale is data: the noisy runs share the noise-free runs' program."""
+def test_noisy_regret_and_depth_equal_the_reference_statistically(garland, garland_runs):
+    """The noise scale is data: the noisy runs share the noise-free runs' program (``garland_runs``)."""
     traces = executor.trace_count()
     out, _ = traced_tree_run(vroom, _config(noise="gaussian:0.1"), garland, np.arange(SEEDS))
     assert executor.trace_count() == traces
