@@ -25,7 +25,8 @@ Exactness and cost.  Noise-free runs in float64 equal PyXAB 0.3.0's own DOO poin
 Garland (tests/test_doo.py, where PyXAB is installed) and tests/support/reference_doo.py in every
 mode.  A round costs O(log T): the evaluated leaf's b enters a :class:`tree.Tournament` of the
 leaves, whose root is the best leaf, and the expanded leaf leaves it (an argmax over the table
-every round would make a run O(T^2)).  A node's delta is written into its row (U) when it is
+every round would make a run O(T^2)).  The recommendation is kept up to date too
+(:class:`tree.RunningBest`: rows are evaluated in creation order and keep their value).  A node's delta is written into its row (U) when it is
 created and b = value + U is formed when it is evaluated.  The table holds T + 2 rows, which no
 run can outgrow (one expansion per two rounds).
 
@@ -121,7 +122,20 @@ def _child_deltas(static: DOOStatic, params: DOOParams, node_row):
     return layer
 
 
-def _update(static: DOOStatic, params: DOOParams, table, leaves: tree.Tournament, last: tree.Last, t, active):
+class Extra(NamedTuple):
+    leaves: tree.Tournament  # the evaluated leaves' b
+    best: tree.RunningBest   # the recommendation
+
+
+def _init(static: DOOStatic, params, table, key) -> Extra:
+    return Extra(tree.tournament(static.tree), tree.running_best(static.tree.dtype))
+
+
+def _recommend(static: DOOStatic, params, table, extra: Extra, last):
+    return tree.centre(static.tree, table.rows[extra.best.row])
+
+
+def _update(static: DOOStatic, params: DOOParams, table, extra: Extra, last: tree.Last, t, active):
     """Keep round t's value; once every node is evaluated, expand the best leaf and give its children
     their delta (U).  b = value + U enters the tournament of leaves when a node is evaluated and
     leaves it when the node is expanded."""
@@ -135,15 +149,15 @@ def _update(static: DOOStatic, params: DOOParams, table, leaves: tree.Tournament
     row = table.rows[node]
     row = row.at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, last.reward))
     grow = active & (t == table.size)
-    leaves, best = tree.tournament_pop(spec, leaves, node, b, active, grow)
+    leaves, best = tree.tournament_pop(spec, extra.leaves, node, b, active, grow)
+    extra = Extra(leaves, tree.running_best_step(extra.best, node, last.reward, active))
     best_row = jnp.where(best == node, row, table.rows[best])
     table, overflow = tree.expand(spec, table, best, grow, last.split_u, node_row=best_row,
                                   child_u=_child_deltas(static, params, best_row), also=(node, row, active))
-    return table, leaves, overflow
+    return table, extra, overflow
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.best_evaluated, root_expanded=False,
-                         init=lambda static, params, table, key: tree.tournament(static.tree))
+POLICY = tree.TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False, init=_init)
 
 
 ALGORITHM = tree.algorithm("doo", DOOConfig, make_static, make_params, POLICY,

@@ -166,7 +166,7 @@ class Choice(NamedTuple):
     node: jax.Array          # () int32 the row evaluated (0: the root, after the sweep)
 
 
-def _select(static: SequOOLStatic, params, table, order, t):
+def _select(static: SequOOLStatic, params, table, extra, t):
     spec = static.tree
     node = jnp.where(t <= static.schedule.sweep_rounds, jnp.minimum(t, spec.capacity - 1), 0)
     return Choice(node), tree.centre(spec, table.rows[node])
@@ -189,7 +189,16 @@ def _sorted_depth(static: SequOOLStatic, table, depth, node, value, size: int):
     return jnp.zeros((plan.sort_sizes[-1],), jnp.int32).at[:size].set(-negative_row)
 
 
-def _update(static: SequOOLStatic, params, table, order, last: tree.Last, t, active):
+class Extra(NamedTuple):
+    order: jax.Array         # the current depth's nodes, best first
+    best: tree.RunningBest   # the recommendation (rows are evaluated in row order, once)
+
+
+def _recommend(static: SequOOLStatic, params, table, extra: Extra, last):
+    return tree.centre(static.tree, table.rows[extra.best.row])
+
+
+def _update(static: SequOOLStatic, params, table, extra: Extra, last: tree.Last, t, active):
     """Keep round t's value, and when round t + 1 starts an opening, expand the node it opens (its
     children are rows t + 1 and t + 2); at a depth's first opening, sort the depth's nodes first."""
     spec, plan = static.tree, static.schedule
@@ -208,21 +217,20 @@ def _update(static: SequOOLStatic, params, table, order, last: tree.Last, t, act
     sizes = plan.sort_sizes
     branch = jnp.where(starts & (j == 0), jnp.asarray((0,) + plan.sort_branch, jnp.int32)[depth], 0)
     sorts = [functools.partial(_sorted_depth, static, table, depth, node, last.reward, size) for size in sizes]
-    order = jax.lax.switch(branch, [lambda: order] + sorts)
+    order = jax.lax.switch(branch, [lambda: extra.order] + sorts)
     target = order[jnp.clip(j, 0, order.size - 1)]
     grow = active & starts
     target_row = jnp.where(target == node, row, table.rows[target])
     table, overflow = tree.expand(spec, table, target, grow, last.split_u, node_row=target_row,
                                   also=(node, row, credit))
-    return table, order, overflow
+    return table, Extra(order, tree.running_best_step(extra.best, node, last.reward, credit)), overflow
 
 
-def _init(static: SequOOLStatic, params, table, key):
-    return jnp.zeros((static.schedule.sort_sizes[-1],), jnp.int32)
+def _init(static: SequOOLStatic, params, table, key) -> Extra:
+    return Extra(jnp.zeros((static.schedule.sort_sizes[-1],), jnp.int32), tree.running_best(static.tree.dtype))
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=tree.best_evaluated,
-                         root_expanded=True)
+POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend, root_expanded=True)
 
 
 ALGORITHM = tree.algorithm("sequool", SequOOLConfig, make_static, make_params, POLICY,

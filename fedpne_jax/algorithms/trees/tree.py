@@ -317,6 +317,25 @@ def best_evaluated(static, params, table: Table, extra, last):
     return centre(spec, table.rows[best])
 
 
+class RunningBest(NamedTuple):
+    """:func:`best_evaluated` kept up to date, for a policy that evaluates each node once, in row order,
+    and keeps its value: the last row whose value is at least every earlier one.  The recommendation
+    then costs a gather, not an argmax over the table (the simple regret asks for it at every
+    checkpoint)."""
+    row: jax.Array        # () int32
+    value: jax.Array      # () -inf before the first evaluation
+
+
+def running_best(dtype) -> RunningBest:
+    return RunningBest(jnp.int32(0), jnp.asarray(-jnp.inf, dtype))
+
+
+def running_best_step(best: RunningBest, row, value, active) -> RunningBest:
+    """``best`` after row ``row`` is evaluated at ``value`` (nothing changes unless ``active``)."""
+    better = active & (value >= best.value)
+    return RunningBest(jnp.where(better, row, best.row), jnp.where(better, value, best.value))
+
+
 def best_leaf(spec: TreeSpec, table: Table, score, where=True):
     """:func:`best_row` among the leaves (DOO's and SOO's choice of the node to expand; ``where``: a
     depth mask for SOO's sweep)."""
