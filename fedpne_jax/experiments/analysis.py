@@ -250,7 +250,7 @@ def win_rates(entries: list[Entry]) -> tuple[list[str], np.ndarray]:
     labels = list(dict.fromkeys(e.label for e in entries))
     n = len(labels)
     total, count = np.zeros((n, n)), np.zeros((n, n))
-    for problem in {e.problem for e in entries}:
+    for problem in sorted({e.problem for e in entries}):      # a fixed order: the sums are the same every run
         group = {e.label: final_best(e) for e in entries if e.problem == problem}
         for a, x in group.items():
             for b, y in group.items():
