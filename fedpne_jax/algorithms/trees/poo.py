@@ -323,7 +323,11 @@ def _update(static: POOStatic, params: POOParams, tables, state: State, last: tr
 
 def _recommend(static: POOStatic, params: POOParams, tables, state: State, last: tree.Last):
     if static.pyxab:
-        return last.point
+        # PyXAB's get_last_point: the best instance's next selection.  After round T that is round
+        # T + 1's point (_select); after an earlier checkpoint round it is not the point pulled next.
+        i = meta.first_best(state.value, state.clock > 0)
+        return _base(static).policy.select(static.base, meta.pick(params.instances, i), meta.pick(tables, i),
+                                           meta.pick(state.base, i), state.clock[i] + 1)[1]
     best = meta.first_best(state.value, state.clock > 0)
     spec = static.tree
     rows = tables.rows[best]
