@@ -26,7 +26,7 @@ def _compare(res, i, ref):
     assert res.uploads[i] == ref.uploads
     assert res.depth[i] == ref.depth
     np.testing.assert_allclose(res.recommendation[i], ref.recommendation, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(res.simple_curve[i], ref.simple_curve, rtol=RTOL, atol=1e-6)
+    np.testing.assert_allclose(res.simple_curve[i], ref.simple, rtol=RTOL, atol=1e-6)
     np.testing.assert_allclose(res.final_regret[i], ref.final_regret, rtol=RTOL)
     np.testing.assert_allclose(res.curves[i], ref.curve, rtol=RTOL, atol=1e-6)
     assert res.curves[i, -1] == pytest.approx(res.final_regret[i], rel=1e-6)

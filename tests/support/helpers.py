@@ -31,11 +31,15 @@ def random_split_fn(base_seed: int, seed: int, dim: int):
 
 
 def reference_run(config: fp.FedPNEConfig, objective, rng=None, split_dim_fn=None):
-    return reference.fedpne(
-        reference_problem(objective), config.horizon, k=config.k, split=config.split, nu=config.nu,
+    """The NumPy reference's run of ``config``, and its simple regret at the checkpoints (``simple``)."""
+    prob = reference_problem(objective)
+    ref = reference.fedpne(
+        prob, config.horizon, k=config.k, split=config.split, nu=config.nu,
         rho=config.rho, c=config.c_value, c1=config.c1, delta=config.delta_value, noise=config.noise_kind,
         sigma=config.noise_scale, dp_sigma2=config.dp_sigma2, pull=config.pull,
         checkpoints=config.checkpoints, rng=rng, split_dim_fn=split_dim_fn)
+    ref.simple = reference.simple_curve(prob, ref, config.horizon, config.checkpoints)
+    return ref
 
 
 def make(name, M, dim=None, heterogeneity="shift"):

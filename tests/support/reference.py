@@ -110,9 +110,10 @@ class RefResult:
     best_curve: np.ndarray | None = None
     hits: np.ndarray | None = None
     gaps: np.ndarray | None = None          # every pulled node's gap, in pull order
-    # f* - f(recommendation) at the checkpoints: the box centre until the first phase completes, then
-    # the centre of the best node of the last completed phase (Algorithm 2's output so far).
-    simple_curve: np.ndarray | None = None
+    # (round from which it is recommended, point): the box centre until the first phase completes,
+    # then the centre of the best node of each completed phase (Algorithm 2's output so far).
+    recommendations: list | None = None
+    simple: np.ndarray | None = None        # f* - f(recommendation) at the checkpoints (simple_curve)
 
 
 def _client_means_per_pull(local, n, noise, sigma, var, rng):
@@ -194,7 +195,7 @@ def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c
     K = [Node(prob.lo.astype(np.float64), prob.hi.astype(np.float64), np.zeros(prob.lo.size, int))]
     h, t, phases, uploads, depth = 0, 0, 0, 0, 0
     rec = K[0].centre
-    recs = [(0, prob.f_star - float(prob.f(rec)))]      # (round from which it is recommended, its gap)
+    recs = [(0, rec)]
     blocks = []        # (rounds before it, number of rounds, gap) or (rounds before it, gap of each round)
     while t < T:
         while len(K) * tau(h) <= M or tau(h) <= 1:
@@ -226,7 +227,7 @@ def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c
         best = int(np.argmax(mu))
         eliminate = mu + b + nu * rho ** h < mu[best] - b
         rec = K[best].centre
-        recs.append((t + phase_len, prob.f_star - float(prob.f(rec))))
+        recs.append((t + phase_len, rec))
         phases += 1
         uploads += M * len(K)
         K = expand([nd for nd, e in zip(K, eliminate) if not e])
@@ -253,6 +254,13 @@ def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c
         goals = scale * 10.0 ** np.linspace(2.0, -8.0, 51)
         best_curve = np.array([min((g for s, _, g in blocks if s < r), default=np.inf) for r in rounds])
         hits = np.array([min((s + 1 for s, _, g in blocks if g <= goal), default=0) for goal in goals])
-    simple = np.array([[g for start, g in recs if start <= r][-1] for r in rounds])
     return RefResult(float(final), curve, phases, uploads, depth, np.asarray(rec), scale, best_curve, hits,
-                     gaps, simple)
+                     gaps, recs)
+
+
+def simple_curve(prob: RefProblem, result: RefResult, horizon: int, checkpoints: int) -> np.ndarray:
+    """f* - f(recommendation) at the checkpoints of a run (f is evaluated here, after the run, so that
+    a caller counting the run's evaluations of f sees only the algorithm's)."""
+    rounds = np.array([-(-(i * horizon) // checkpoints) for i in range(1, checkpoints + 1)])
+    return np.array([prob.f_star - float(prob.f([p for start, p in result.recommendations if start <= r][-1]))
+                     for r in rounds])
