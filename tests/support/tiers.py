@@ -3,20 +3,22 @@
 The gate (``pytest``: the README's test command, and CI) finishes within five minutes on two cores, so
 it runs what no submission may break, once:
 
-* the registry-driven contract (every algorithm runs by name, in a grid and in a batch bit for bit,
-  raises no flag, reports a value above f*, compiles no processor-dependent operation, refuses bad
-  parameters) and the behaviour fixture, bit for bit;
+* the registry-driven contract (every algorithm runs by name, raises no flag, reports a value above
+  f*, compiles no processor-dependent operation, records its measures, refuses bad parameters; a seed
+  in a grid equals it in a batch for one algorithm of each skeleton) and the behaviour fixture, bit
+  for bit;
 * for every algorithm, a noise-free run against its NumPy reference in tests/support, exactly;
 * every refusal and error message, NaN and a full node table, and the file-safety tests: they compile
   little or nothing;
-* a seed alone equals it in a batch; a killed sweep resumes; plugins; the command line's JSON.
+* an interrupted sweep keeps its chunks; plugins; the command line's JSON; COCO's values of four BBOB
+  functions; the fixed-order reductions.
 
 ``pytest --thorough`` (or FEDPNE_THOROUGH=1) runs the whole suite: every further objective, split, size
 and sampler; the noisy runs against the references and PyXAB within their standard errors; COCO's
 values of all 24 BBOB functions; the real objectives against NumPy and scikit-learn; the property tests
-of the command line and of sweeps; capacity growth, interrupts, sharding and the gallery.  Run it after
-any change to an algorithm's arithmetic, a sampler or an objective, and before a release: it takes
-about 16 minutes on two cores.
+of the command line and of sweeps; a seed alone and in every grid; capacity growth, interrupts,
+resumed sweeps, sharding and the gallery.  Run it after any change to an algorithm's arithmetic, a
+sampler or an objective, and before a release: it takes about 16 minutes on two cores.
 
 FUNCTIONS names the test functions only the thorough tier runs ("*": a whole file); CASES names the
 cases of gate functions that only it runs.  tests/conftest.py skips both (so the summary counts them),
