@@ -18,7 +18,7 @@ and sampler; the noisy runs against the references and PyXAB within their standa
 values of all 24 BBOB functions; the real objectives against NumPy and scikit-learn; the property tests
 of the command line and of sweeps; a seed alone and in every grid; capacity growth, interrupts,
 resumed sweeps, sharding and the gallery.  Run it after any change to an algorithm's arithmetic, a
-sampler or an objective, and before a release: it takes about 16 minutes on two cores.
+sampler or an objective, and before a release: it takes about 20 minutes on two cores.
 
 FUNCTIONS names the test functions only the thorough tier runs ("*": a whole file); CASES names the
 cases of gate functions that only it runs.  tests/conftest.py skips both (so the summary counts them),
