@@ -287,7 +287,8 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         keep = jnp.where(complete, s.active & ~(server + bound < best - bound), s.active)
         # The recommendation changes when the phase completes, after its last round.
         before, after = gap[recommend(s.active, s.server)], gap[recommend(keep, server)]
-        simple_curve = jnp.where(inside, jnp.where(complete & (cps == end), after, before), s.simple_curve)
+        simple_curve = checkpoints.record_span(s.simple_curve, cps, s.t, end, before,
+                                               jnp.where(complete, after, before))
         return _State(t=end, regret=regret, curve=curve, best=so_far, best_curve=best_curve,
                       simple_curve=simple_curve, active=keep, means=means, server=server,
                       phases=jnp.where(complete, p, s.phases),

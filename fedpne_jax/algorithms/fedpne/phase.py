@@ -160,7 +160,7 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     new = (est.gap[best] if best_recorded(static)
            else jnp.asarray(objective.f_star, static.float_dtype) - objective.global_value(centre[best]))
     simple = jnp.where(complete, new.astype(static.float_dtype), state.simple)
-    simple_curve = jnp.where(in_phase, jnp.where(rounds == t_end, simple, state.simple), state.simple_curve)
+    simple_curve = checkpoints.record_span(state.simple_curve, rounds, t, t_end, state.simple, simple)
     return state._replace(
         survivors=active & ~eliminated,
         pending=complete,
