@@ -7,7 +7,8 @@ it runs what no submission may break, once:
   f*, compiles no processor-dependent operation, records its measures, refuses bad parameters; a seed
   in a grid equals it in a batch for one algorithm of each skeleton) and the behaviour fixture, bit
   for bit;
-* for every algorithm, a noise-free run against its NumPy reference in tests/support, exactly;
+* for every algorithm, a noise-free run against its NumPy reference in tests/support, exactly (PCT
+  and VPCT through GPO over HCT and VHCT's own cases);
 * every refusal and error message, NaN and a full node table, and the file-safety tests: they compile
   little or nothing;
 * an interrupted sweep keeps its chunks; plugins; the command line's JSON; COCO's values of four BBOB
