@@ -131,10 +131,6 @@ def _init(static: DOOStatic, params, table, key) -> Extra:
     return Extra(tree.tournament(static.tree), tree.running_best(static.tree.dtype))
 
 
-def _recommend(static: DOOStatic, params, table, extra: Extra, last):
-    return tree.centre(static.tree, table.rows[extra.best.row])
-
-
 def _update(static: DOOStatic, params: DOOParams, table, extra: Extra, last: tree.Last, t, active):
     """Keep round t's value; once every node is evaluated, expand the best leaf and give its children
     their delta (U).  b = value + U enters the tournament of leaves when a node is evaluated and
@@ -157,7 +153,7 @@ def _update(static: DOOStatic, params: DOOParams, table, extra: Extra, last: tre
     return table, extra, overflow
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False, init=_init)
+POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.running_best_point, root_expanded=False, init=_init)
 
 
 ALGORITHM = tree.algorithm("doo", DOOConfig, make_static, make_params, POLICY,

@@ -194,10 +194,6 @@ class Extra(NamedTuple):
     best: tree.RunningBest   # the recommendation (rows are evaluated in row order, once)
 
 
-def _recommend(static: SequOOLStatic, params, table, extra: Extra, last):
-    return tree.centre(static.tree, table.rows[extra.best.row])
-
-
 def _update(static: SequOOLStatic, params, table, extra: Extra, last: tree.Last, t, active):
     """Keep round t's value, and when round t + 1 starts an opening, expand the node it opens (its
     children are rows t + 1 and t + 2); at a depth's first opening, sort the depth's nodes first."""
@@ -230,7 +226,7 @@ def _init(static: SequOOLStatic, params, table, key) -> Extra:
     return Extra(jnp.zeros((static.schedule.sort_sizes[-1],), jnp.int32), tree.running_best(static.tree.dtype))
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend, root_expanded=True)
+POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=tree.running_best_point, root_expanded=True)
 
 
 ALGORITHM = tree.algorithm("sequool", SequOOLConfig, make_static, make_params, POLICY,

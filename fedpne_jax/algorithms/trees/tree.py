@@ -336,6 +336,12 @@ def running_best_step(best: RunningBest, row, value, active) -> RunningBest:
     return RunningBest(jnp.where(better, row, best.row), jnp.where(better, value, best.value))
 
 
+def running_best_point(static, params, table: Table, extra, last):
+    """A ``recommend`` hook for a policy whose ``extra`` keeps a :class:`RunningBest` as ``extra.best``:
+    the centre of its row."""
+    return centre(static.tree, table.rows[extra.best.row])
+
+
 def best_leaf(spec: TreeSpec, table: Table, score, where=True):
     """:func:`best_row` among the leaves (DOO's and SOO's choice of the node to expand; ``where``: a
     depth mask for SOO's sweep)."""
