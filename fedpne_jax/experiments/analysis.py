@@ -88,7 +88,7 @@ def _sweep_problem(labels: dict) -> dict:
 def _measures(per_seed: dict, where: str) -> tuple:
     """(best, hits, scale, simple); results written before the simple regret was recorded read with a
     NaN one, before the best-so-far regret not at all."""
-    missing = [m for m in ("best_curve", "hits", "target_scale") if m not in per_seed]
+    missing = [m for m in checkpoints_lib.MEASURES if m != "simple_curve" and m not in per_seed]
     if missing:
         raise ValueError(f"{where!r} has no {', '.join(missing)}: it was written before the best-so-far "
                          f"regret was recorded; rerun it")
