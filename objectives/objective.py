@@ -1,8 +1,9 @@
 """The objective protocol shared by every algorithm of fedpne-jax.
 
-An objective is a frozen pytree: its name, box and functions are static (they decide the compiled
+An objective is a frozen pytree: its box and functions are static (they decide the compiled
 program), its optimum ``f_star`` and its ``data`` (client shifts, datasets, ...) are leaves, so a
-batch of objectives can be vmapped, and neither data nor another f* forces a recompilation.
+batch of objectives can be vmapped, and neither data nor another f* forces a recompilation.  Its
+name rides in the structure but never tells two programs apart.
 
 The federated problem has M local objectives f_1..f_M and the global objective
 f = (1/M) * sum_m f_m.  ``global_fn(data, x)`` must return exactly that mean (the engine samples the
@@ -43,7 +44,8 @@ class Objective:
     """A federated objective.  Build one with :func:`objectives.make_objective` or directly.
 
     Every field but ``data`` and ``f_star`` is static: part of the pytree's structure, compared by
-    value (lo, hi, f_star and num_clients are stored as Python numbers; NumPy scalars are accepted).
+    value, except ``name``, which every structure holds as equal (lo, hi, f_star and num_clients
+    are stored as Python numbers; NumPy scalars are accepted).
     Inside a traced function ``f_star`` is a scalar array.
 
     Attributes:
@@ -189,19 +191,43 @@ _SHAPES_CHECKED: set = set()
 _MEAN_CHECKED: set = set()
 
 
+class _Name:
+    """The name in an objective's pytree structure.  Every name compares equal to every other: the
+    name enters no computation, so objectives that differ only in name (the BBOB functions of one
+    dimension, see objectives.bbob_functions.SharedReward) share one compiled program."""
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Name)
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return repr(self.text)
+
+
+def _structure(objective: Objective) -> tuple:
+    return (_Name(objective.name),) + objective._static_fields()[1:]
+
+
 def _flatten(objective: Objective):
-    return (objective.data, objective.f_star), objective._static_fields()
+    return (objective.data, objective.f_star), _structure(objective)
 
 
 def _flatten_with_keys(objective: Objective):
     return (((jax.tree_util.GetAttrKey("data"), objective.data), (jax.tree_util.GetAttrKey("f_star"), objective.f_star)),
-            objective._static_fields())
+            _structure(objective))
 
 
 def _unflatten(static: tuple, children) -> Objective:
     # Not through __init__: a rebuilt objective (inside jit, vmap, a tree map) was checked when it was
     # first built, and its data may be tracers or placeholders that no check can evaluate.
     objective = object.__new__(Objective)
+    static = (static[0].text,) + tuple(static[1:])
     for field, value in zip(_STATIC, static):
         object.__setattr__(objective, field, value)
     object.__setattr__(objective, "data", children[0])
