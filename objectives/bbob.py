@@ -10,7 +10,9 @@ its own module:
 * bbob_instances: the function numbers, names and box, the checks of (function, dim, instance),
   and COCO's bbob2009 legacy generator of instances (:func:`instance`, :class:`Instance`);
 * bbob_functions: the 24 functions in plain JAX (:func:`precision`, :class:`Reward`,
-  :func:`device_arrays`), written without cancellation so float32 keeps precision near x_opt;
+  :func:`device_arrays`), written without cancellation so float32 keeps precision near x_opt, and
+  the reward every function of a dimension shares a program with (:class:`SharedReward`,
+  :func:`shared_arrays`);
 * bbob_federated: the heterogeneity 'instances' (client m sees COCO's instance i + m; the global
   objective is the clients' mean reward: :class:`InstanceLocal`, :class:`InstanceMean`,
   :func:`stacked_arrays`) and the heterogeneities a BBOB objective accepts;
@@ -27,8 +29,10 @@ from objectives.bbob_federated import InstanceLocal as InstanceLocal
 from objectives.bbob_federated import InstanceMean as InstanceMean
 from objectives.bbob_federated import stacked_arrays as stacked_arrays
 from objectives.bbob_functions import Reward as Reward
+from objectives.bbob_functions import SharedReward as SharedReward
 from objectives.bbob_functions import device_arrays as device_arrays
 from objectives.bbob_functions import precision as precision
+from objectives.bbob_functions import shared_arrays as shared_arrays
 from objectives.bbob_functions import t_asy as t_asy
 from objectives.bbob_functions import t_osz as t_osz
 from objectives.bbob_instances import HI as HI

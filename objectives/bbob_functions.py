@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -304,6 +305,48 @@ class Reward:
 
     def __call__(self, data, x):
         return -precision(self.function, data, x)
+
+
+# f21's peak count, the most of any function: shared_arrays pads f22's 21 peaks to it.
+_PEAKS = 101
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedReward:
+    """-(f_k(x) - f_opt) for any k of ``functions``, read from the data (:func:`shared_arrays`) by a
+    switch over those functions: the BBOB objectives of one dimension built with the same tuple then
+    have the same program, so a study of several functions compiles once per algorithm and dimension.
+    The number must not be batched (a batched switch computes every branch), which is why the
+    heterogeneity 'instances', whose data are stacked over clients, keeps :class:`Reward`."""
+    functions: tuple
+
+    def __call__(self, data, x):
+        d = {k: jnp.asarray(v).astype(x.dtype) for k, v in data.items() if k != "function"}
+        branch = np.zeros(len(_PRECISION) + 1, np.int32)
+        branch[list(self.functions)] = np.arange(len(self.functions))
+        index = jnp.asarray(branch)[data["function"]]
+        return -jax.lax.switch(index, [_PRECISION[k] for k in self.functions], d, x)
+
+
+def shared_arrays(inst: Instance) -> dict:
+    """:func:`device_arrays` of the instance padded to the arrays every function reads, plus its number
+    (``function``, int32) for :class:`SharedReward`.  The padding leaves each function's value as it
+    is: arrays a function does not read are zeros, and f22's extra peaks have height 0 and gap +inf, so
+    they never attain the minimum over peaks."""
+    dtype = jnp.result_type(float)
+    D = inst.dim
+    own = device_arrays(inst)
+    shapes = {"xopt": (D,), "xopt_lo": (D,), "sign": (D,), "M": (D, D), "R": (D, D), "Q": (D, D),
+              "centres": (_PEAKS, D), "scales": (_PEAKS, D), "height": (_PEAKS,), "gap": (_PEAKS,)}
+    out = {"function": jnp.int32(inst.function)}
+    for key, shape in shapes.items():
+        fill = np.inf if key == "gap" else 0.0
+        padded = np.full(shape, fill)
+        if key in own:
+            value = np.asarray(own[key], np.float64)
+            padded[tuple(slice(0, n) for n in value.shape)] = value
+        out[key] = jnp.asarray(padded, dtype)
+    return out
 
 
 def device_arrays(inst: Instance) -> dict:

@@ -113,7 +113,8 @@ class Spec:
         return "none" if noise_kind == "bernoulli" else self.default_heterogeneity
 
     def build_objective(self, name: str, num_clients: int, heterogeneity: str | None, seed: int,
-                        dim: int | None, amplitude: float | None, instance: int | None) -> Objective:
+                        dim: int | None, amplitude: float | None, instance: int | None,
+                        shared_with: tuple = ()) -> Objective:
         heterogeneity = self.default_heterogeneity if heterogeneity is None else heterogeneity
         dim = _box_dim(self, name, dim, instance)
         key = _problem_key(seed)
@@ -220,7 +221,8 @@ class BBOBSpec:
         return self.default_heterogeneity
 
     def build_objective(self, name: str, num_clients: int, heterogeneity: str | None, seed: int,
-                        dim: int | None, amplitude: float | None, instance: int | None) -> Objective:
+                        dim: int | None, amplitude: float | None, instance: int | None,
+                        shared_with: tuple = ()) -> Objective:
         heterogeneity = self.default_heterogeneity if heterogeneity is None else heterogeneity
         dim = _box_dim(self, name, dim, instance)
         key = _problem_key(seed)
@@ -231,17 +233,20 @@ class BBOBSpec:
             raise ValueError(f"heterogeneity of objective {name!r} must be one of {self.heterogeneities}, "
                              f"got {heterogeneity!r}")
         lo, hi = (float(self.lo),) * dim, (float(self.hi),) * dim
-        reward = bbob.Reward(k)
         if heterogeneity == "instances":
             if amplitude is not None:
                 raise ValueError(f"amplitude applies to heterogeneity 'fourier' only, "
                                  f"got heterogeneity {heterogeneity!r}")
+            one = bbob.Reward(k)
             numbers = [bbob.check_instance(instance + m) for m in range(num_clients)]
             data = {"base": bbob.stacked_arrays([bbob.instance(k, dim, i) for i in numbers])}
             f_star = 0.0 if num_clients == 1 else bbob.instances_f_star(k, dim, numbers)[0]
             return Objective(name=name, lo=lo, hi=hi, f_star=f_star, num_clients=num_clients,
-                             global_fn=bbob.InstanceMean(reward), local_fn=bbob.InstanceLocal(reward), data=data)
+                             global_fn=bbob.InstanceMean(one), local_fn=bbob.InstanceLocal(one), data=data)
         base = bbob.device_arrays(bbob.instance(k, dim, instance))
+        reward: Callable = bbob.Reward(k)
+        if shared_with:
+            reward, base = bbob.SharedReward(shared_with), bbob.shared_arrays(bbob.instance(k, dim, instance))
         global_fn, local_fn, data = heterogeneous_parts_on_base(heterogeneity, reward, base, num_clients, key,
                                                                 lo=lo, hi=hi, amplitude=amplitude)
         return Objective(name=name, lo=lo, hi=hi, f_star=float(self.f_star), num_clients=num_clients,
@@ -438,7 +443,8 @@ def default_heterogeneity(name: str, noise_kind: str | None = None) -> str | Non
 
 
 def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = None, seed: int = 0,
-                   dim: int | None = None, amplitude: float | None = None, instance: int | None = None) -> Objective:
+                   dim: int | None = None, amplitude: float | None = None, instance: int | None = None,
+                   shared_with=None) -> Objective:
     """A registered objective for ``num_clients`` clients.
 
     ``heterogeneity``: None gives the objective's default ('shift' for the synthetic and BBOB
@@ -454,10 +460,45 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
     'instances': client m sees COCO's instance ``instance + m`` (instances 1..M by default) and
     the global objective is the clients' mean reward, whose f* is found by a search (see
     :func:`objectives.bbob.instances_f_star`).
+
+    ``shared_with``: names of BBOB functions, ``name`` among them.  The objective is then built to
+    share one compiled program with every BBOB objective of the same dimension built with the same
+    names: the function is picked by a switch over them (:class:`objectives.bbob.SharedReward`)
+    instead of being compiled in.  A study of several functions then compiles once per algorithm
+    and dimension instead of once per function; each run costs up to a third more time.  The
+    values are those of the objective built alone.  The heterogeneity 'instances' ignores it.
     """
     s = spec(name)
     # NumPy integers are accepted wherever Python ones are, and become Python ints here.
     if not is_int(num_clients) or not 1 <= num_clients <= MAX_CLIENTS:
         raise ValueError(f"num_clients must be an integer in [1, 2^20], got {num_clients!r}")
     seed = check_seed(seed)
-    return s.build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance)
+    if shared_with is None:
+        return s.build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance)
+    functions = _shared_functions(name, shared_with)
+    return BBOB_REGISTRY[name].build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance,
+                                               shared_with=functions)
+
+
+def _shared_functions(name: str, names) -> tuple:
+    """The sorted BBOB function numbers of ``shared_with`` (see :func:`make_objective`)."""
+    if isinstance(names, str) or not all(isinstance(n, str) for n in _iterable(names)):
+        raise ValueError(f"shared_with must be a list of BBOB objective names, got {names!r}")
+    names = list(names)
+    numbers = set()
+    for other in names + [name]:
+        s = spec(other)
+        if not isinstance(s, BBOBSpec):
+            raise ValueError(f"shared_with applies to the BBOB objectives ('bbob-f1' ... "
+                             f"'bbob-f{bbob.NUM_FUNCTIONS}'), got {other!r}")
+        numbers.add(s.function)
+    if name not in names:
+        raise ValueError(f"shared_with must name the objective itself, {name!r}, got {names!r}")
+    return tuple(sorted(numbers))
+
+
+def _iterable(value) -> list:
+    try:
+        return list(value)
+    except TypeError:
+        return [None]
