@@ -223,7 +223,7 @@ def run_sweep(definition, out, *, memory_gb: float | None = None, devices=None, 
     def objective_of(entry):
         key = json.dumps(entry.objective, sort_keys=True)
         if key not in built:
-            built[key] = entry.make_objective()
+            built[key] = entry.make_objective(shared_with=sweep_lib.shared_with(sweep, entry))
         return key, built[key]
 
     keys = []

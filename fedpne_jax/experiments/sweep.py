@@ -12,6 +12,9 @@ Format (TOML shown; JSON takes the same keys)::
     heterogeneity = "shift"                     # default: the objective's ("shift"; "intrinsic" for real ones), "none" with
                                                 #   bernoulli noise (values must stay in [0, 1])
     objective_seed = 0                          # default key of the objectives' client shifts
+    plugins = ["my_plugin"]                     # modules imported first, which register algorithms or objectives
+    share_programs = false                      # true: the BBOB functions share one program per algorithm and
+                                                #   dimension (:func:`shared_with`)
 
     [params]                                    # fixed parameters of every algorithm's config
     noise = "gaussian:0.1"
@@ -61,7 +64,7 @@ from fedpne_jax.core.validation import is_int, is_real, is_seed, is_seed_count
 
 FORMAT = "fedpne-sweep/1"
 TOP_KEYS = {"objectives", "algorithms", "clients", "horizon", "seeds", "base_seed", "heterogeneity",
-            "objective_seed", "params", "grid", "plugins"}
+            "objective_seed", "params", "grid", "plugins", "share_programs"}
 RESERVED = {"num_clients": "clients", "horizon": "horizon"}
 DEFAULT_CHECKPOINTS = 100    # every config's default; a sweep whose shortest horizon is below it uses that
 
@@ -87,11 +90,25 @@ class Entry:
     labels: dict         # what the sweep varies: objective, algorithm, num_clients, horizon, grid keys
     config: Any          # the algorithm's config, validated
 
-    def make_objective(self):
+    def make_objective(self, shared_with=None):
+        """The entry's objective (``shared_with``: see :func:`objectives.make_objective`)."""
         o = self.objective
         return objectives.make_objective(o["name"], num_clients=o["num_clients"], heterogeneity=o["heterogeneity"],
                                          seed=o["seed"], dim=o["dim"], amplitude=o.get("amplitude"),
-                                         instance=o.get("instance"))
+                                         instance=o.get("instance"), shared_with=shared_with)
+
+
+def shared_with(sweep: "Sweep", entry: Entry) -> tuple | None:
+    """What ``entry``'s objective is built with as ``shared_with`` (see :func:`objectives.make_objective`):
+    under ``share_programs = true``, a BBOB entry of a sweep of several BBOB functions gets all their
+    names, so they compile one program per algorithm and dimension instead of one per function; else
+    None.  Off by default: values then agree with an objective built alone to float32 rounding, not
+    always to the last bit."""
+    if not sweep.definition.get("share_programs"):
+        return None
+    bbob = lambda e: getattr(objectives.spec(e.objective["name"]), "kind", None) == "bbob"
+    names = sorted({e.objective["name"] for e in sweep.entries if bbob(e)})
+    return tuple(names) if len(names) > 1 and bbob(entry) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,6 +266,11 @@ def normalise(raw: dict) -> dict:
     }
     if plugins:              # absent when empty, so definitions without plugins keep their hashes
         out["plugins"] = plugins
+    share = raw.get("share_programs", False)
+    if not isinstance(share, bool):
+        raise SweepError(f"sweep: share_programs must be true or false, got {share!r}")
+    if share:                # absent when false, for the same reason
+        out["share_programs"] = True
     return out
 
 

@@ -55,6 +55,7 @@ class Study:
     grid: dict = dataclasses.field(default_factory=dict)        # per algorithm: {name: {param: [values]}}
     quick_grid: dict = dataclasses.field(default_factory=dict)  # the grid in quick mode, where it differs
     minutes: float = 0.0          # full-mode wall time measured on a 2-core CPU (compilation included)
+    share_programs: bool = False  # the sweep's share_programs: one program for its BBOB functions
 
     def definition(self, quick: bool = False, seeds: int | None = None) -> dict:
         size = self.quick if quick else self.full
@@ -72,6 +73,8 @@ class Study:
                 table["grid"] = {k: list(v) for k, v in grid.items()}
             if table:
                 raw[name] = table
+        if self.share_programs:
+            raw["share_programs"] = True
         return raw
 
 
@@ -137,9 +140,9 @@ STUDIES = {s.name: s for s in [
     # BBO pools the clients' values as if they came from one objective, so differing optima mislead it.
     Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=1.1),
     Study("bbob", BBOB, ("fedpne", "hct", "bbo"), full=Size((3_000,), 20), quick=Size((300,), 3),
-          params={"hct": HCT}, minutes=5.5),
+          params={"hct": HCT}, minutes=5.5, share_programs=True),
     Study("xarmed", XARMED_OBJECTIVES, ("fedpne",) + XARMED, full=Size((10_000,), 100), quick=Size((300,), 3),
-          params=XARMED_PARAMS, minutes=25.5),
+          params=XARMED_PARAMS, minutes=25.5, share_programs=True),
     Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
           minutes=0.1),
