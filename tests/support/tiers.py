@@ -11,8 +11,8 @@ it runs what no submission may break, once:
   and VPCT through GPO over HCT and VHCT's own cases);
 * every refusal and error message, NaN and a full node table, and the file-safety tests: they compile
   little or nothing;
-* an interrupted sweep keeps its chunks; plugins; the command line's JSON; COCO's values of four BBOB
-  functions; the fixed-order reductions.
+* an interrupted sweep keeps its chunks; plugins; the command line's JSON; COCO's values of two BBOB
+  functions; BBOB functions sharing one program run as when built alone; the fixed-order reductions.
 
 ``pytest --thorough`` (or FEDPNE_THOROUGH=1) runs the whole suite: every further objective, split, size
 and sampler; the noisy runs against the references and PyXAB within their standard errors; COCO's
@@ -46,6 +46,7 @@ FUNCTIONS = {
                                      "test_run_returns_the_seeds_it_was_asked_for"],
     "tests/test_bbob.py": ["test_instances_heterogeneity", "test_one_dimensional_functions_match_coco",
                            "test_shift_and_fourier_keep_the_bbob_function_as_global_objective"],
+    "tests/test_bbob_shared.py": ["test_values_equal_the_objective_built_alone"],
     "tests/test_capacity.py": ["test_small_capacity_grows_to_the_same_result"],
     "tests/test_cli.py": ["test_module_entry_point_runs_dp", "test_run_baseline_with_set_options"],
     "tests/test_cli_faults.py": ["test_a_full_disk_after_the_run_keeps_the_result_in_a_fallback_file",
@@ -200,11 +201,11 @@ FUNCTIONS = {
 # Cases of gate functions that only the thorough tier runs.
 CASES = {
     # A seed in a grid of two equals it in a batch: the grid axis is the executor's and each family's
-    # params', so the gate checks one algorithm of each skeleton (Fed-PNE; a tree, a parallel tree and a
-    # fixed schedule; a centralized and a federated GP; both arm algorithms), the thorough tier all.
+    # params', so the gate checks one algorithm of each skeleton (Fed-PNE; a tree and a parallel tree; a
+    # centralized and a federated GP; both arm algorithms), the thorough tier all.
     "tests/test_contract.py": [f"test_seed_in_a_grid_of_two_equals_batch[[]{name}]" for name in
                                ("hoo", "doo", "soo", "stosoo", "vhct", "gpo", "pct", "stroquool", "vpct", "zooming",
-                                "vroom", "kernelts", "bo")],
+                                "vroom", "kernelts", "bo", "sequool")],
     # Fed-PNE against the NumPy reference: the gate keeps M = 3 in one dimension and the
     # explicit sampler.
     "tests/test_exact.py": ["test_longest_split_matches_reference[[]garland-1-1-*",
@@ -214,9 +215,9 @@ CASES = {
                             "test_every_sampler_is_exact_without_noise[[]client-*",
                             "test_longest_split_matches_reference[[]ackley-*",
                             "test_longest_split_matches_reference[[]rastrigin-*"],
-    # COCO's values: the gate keeps one function of each of four BBOB groups.
+    # COCO's values: the gate keeps the first and the last BBOB group's gallery function.
     "tests/test_bbob.py": [f"{test}[[]{f}]" for test in ("test_values_match_coco", "test_f_star_zero_is_attained_at_x_opt")
-                           for f in range(1, 25) if f not in (1, 8, 15, 21)],
+                           for f in range(1, 25) if f not in (1, 21)],
     "tests/test_errors.py": ["test_nan_from_objective_is_reported[[]kw1]", "test_nan_from_objective_is_reported[[]kw2]"],
     # Simple regret against runs cut at the checkpoints: the gate keeps DOO (a recommendation that is
     # not the next pull, evaluated at the checkpoints).
