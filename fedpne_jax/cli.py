@@ -162,6 +162,9 @@ def _sweep_parser(sub):
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a fixed parameter (repeatable)")
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
                    help="a swept parameter (repeatable; the product is swept)")
+    p.add_argument("--share-programs", action="store_true",
+                   help="the sweep's BBOB functions share one compiled program per algorithm and dimension (the "
+                        "file's share_programs = true; values within 2 float32 ulps of separate programs)")
     _plugin_option(p)
     _device_options(p)
     return p
@@ -567,7 +570,8 @@ def cmd_sweep(args) -> int:
     base = sweep_lib.read(args.file) if args.file else None
     raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
-                                 grid=args.grid, base=base, plugins=args.plugin)
+                                 grid=args.grid, base=base, plugins=args.plugin,
+                                 share_programs=args.share_programs or None)
     report = run_sweep(raw, args.out, memory_gb=args.memory_gb, devices=_devices(args.devices),
                        progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite,
                        repair=args.repair)

@@ -9,6 +9,8 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
+from fedpne_jax.cli import build_parser
+from fedpne_jax.experiments import sweep as sweep_lib
 from objectives import bbob
 
 ALL = tuple(f"bbob-f{k}" for k in range(1, bbob.NUM_FUNCTIONS + 1))
@@ -58,6 +60,18 @@ def test_a_sweep_that_shares_programs_compiles_once_per_algorithm_and_dimension(
         alone = fp.run(config, objectives.make_objective(name, 1, dim=2), seeds=3)
         np.testing.assert_array_equal(res.curves[i], np.asarray(alone.curves), err_msg=name)
         np.testing.assert_array_equal(res.final_regret[i], np.asarray(alone.final_regret), err_msg=name)
+
+
+def test_the_command_line_flag_sets_the_key_and_a_false_key_keeps_the_hash():
+    lists = dict(objectives="bbob-f1,bbob-f8", algorithms="doo", horizon="60", seeds=2)
+    on = sweep_lib.load(sweep_lib.from_options(**lists, share_programs=True))
+    off = sweep_lib.load(sweep_lib.from_options(**lists))
+    assert on.definition["share_programs"] is True and "share_programs" not in off.definition
+    assert sweep_lib.load(sweep_lib.from_options(**lists, share_programs=False)).hash == off.hash != on.hash
+    assert sweep_lib.shared_with(on, on.entries[1]) == ("bbob-f1", "bbob-f8")
+    assert sweep_lib.shared_with(off, off.entries[1]) is None
+    parser = build_parser()
+    assert parser.parse_args(["sweep", "--out", "x", "--share-programs"]).share_programs is True
 
 
 def test_share_programs_must_be_a_boolean(tmp_path):

@@ -412,11 +412,14 @@ def _describe(labels: dict) -> str:
 
 
 def from_options(objectives=None, algorithms=None, clients=None, horizon=None, seeds=None, base_seed=None,
-                 params=(), grid=(), base: dict | None = None, plugins=()) -> dict:
+                 params=(), grid=(), base: dict | None = None, plugins=(), share_programs=None) -> dict:
     """A definition dict from command-line lists (``params``: "key=value" strings, ``grid``:
     "key=v1,v2,..." strings, ``plugins``: modules added to the definition's, so that a resumed sweep
-    imports them again), on top of ``base`` (a file's definition) when given."""
+    imports them again, ``share_programs``: the key of that name, when not None), on top of ``base``
+    (a file's definition) when given."""
     raw = dict(base or {})
+    if share_programs is not None:
+        raw["share_programs"] = share_programs
     if plugins:
         earlier = raw.get("plugins", [])
         raw["plugins"] = list(dict.fromkeys((earlier if isinstance(earlier, list) else [earlier]) + list(plugins)))
