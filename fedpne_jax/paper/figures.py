@@ -140,7 +140,7 @@ STUDIES = {s.name: s for s in [
     # BBO pools the clients' values as if they came from one objective, so differing optima mislead it.
     Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=1.1),
     Study("bbob", BBOB, ("fedpne", "hct", "bbo"), full=Size((3_000,), 20), quick=Size((300,), 3),
-          params={"hct": HCT}, minutes=5.5, share_programs=True),
+          params={"hct": HCT}, minutes=5.3, share_programs=True),
     Study("xarmed", XARMED_OBJECTIVES, ("fedpne",) + XARMED, full=Size((10_000,), 100), quick=Size((300,), 3),
           params=XARMED_PARAMS, minutes=25.5, share_programs=True),
     Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
