@@ -24,6 +24,9 @@ from fedpne_jax.algorithms.fedpne.plan import Params, Static
 from fedpne_jax.core import checkpoints
 from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH
 
+# Targets compared with a phase's rows at a time (_best_so_far): a phase rarely reaches more.
+HIT_WINDOW = 8
+
 
 class RunState(NamedTuple):
     table: partition.NodeTable
@@ -185,14 +188,31 @@ def _best_so_far(static: Static, state: RunState, gap, pulls, n, t, t_end, in_ph
     in rounds t + j n + 1 .. t + (j + 1) n: by round r the rows begun are 0 .. (r - t - 1) // n, and
     the best is the smallest gap among them (a running min, exact in any order).  Checkpoint c falls
     in row jc_c, or at the end of row jc_c - 1 when part_c = 0.  The first row reaching a target is
-    the count of rows whose running min is above it (it never increases)."""
+    the count of rows whose running min is above it (it never increases).
+
+    The targets decrease, so those reached so far are a prefix and a phase can reach only targets
+    from the first unreached one on: they are compared with the rows HIT_WINDOW at a time, the window
+    moving on while it is reached whole (usually once a phase).  Comparing all 51 targets with every
+    row each phase took a third of a run at M = 100, T = 10^6."""
     firsts = jax.lax.cummin(gap)                                           # (cap,), inf past the pulled rows
     at = jnp.clip(jnp.where(part > 0, jc, jc - 1), 0, static.capacity - 1)
     best_curve = jnp.where(in_phase, jnp.minimum(state.best.value, firsts[at]), state.best_curve)
     # rows above each target: one fused compare for the usual tables, a bisection for huge ones
     method = "compare_all" if static.capacity <= 4096 else "scan"
-    first = jnp.searchsorted(-firsts, -state.goals, side="left", method=method).astype(jnp.int32)
     begun = jnp.sum(pulls > 0, dtype=jnp.int32)
-    hits = jnp.where((state.best.hits == checkpoints.NOT_REACHED) & (first < begun), t + first * n + 1,
-                     state.best.hits)
-    return checkpoints.Best(jnp.minimum(state.best.value, firsts[-1]), hits), best_curve
+    count = state.goals.shape[0]
+    goals = jnp.concatenate([state.goals, jnp.full((HIT_WINDOW,), -jnp.inf, state.goals.dtype)])
+    hits = jnp.concatenate([state.best.hits, jnp.full((HIT_WINDOW,), checkpoints.NOT_REACHED, jnp.int32)])
+
+    def window(carry):
+        start, hits, _ = carry
+        first = jnp.searchsorted(-firsts, -jax.lax.dynamic_slice(goals, (start,), (HIT_WINDOW,)), side="left",
+                                 method=method).astype(jnp.int32)
+        old = jax.lax.dynamic_slice(hits, (start,), (HIT_WINDOW,))
+        reached = first < begun
+        new = jnp.where((old == checkpoints.NOT_REACHED) & reached, t + first * n + 1, old)
+        return start + HIT_WINDOW, jax.lax.dynamic_update_slice(hits, new, (start,)), reached[-1]
+
+    start = jnp.sum(state.best.hits != checkpoints.NOT_REACHED, dtype=jnp.int32)
+    _, hits, _ = jax.lax.while_loop(lambda c: c[2] & (c[0] < count), window, (start, hits, jnp.bool_(True)))
+    return checkpoints.Best(jnp.minimum(state.best.value, firsts[-1]), hits[:count]), best_curve
