@@ -291,10 +291,14 @@ _PRECISION = {
 }
 
 
+def _in_dtype_of(x, data: dict) -> dict:
+    """The instance's arrays in x's float type (the function number, if any, left out)."""
+    return {k: jnp.asarray(v).astype(x.dtype) for k, v in data.items() if k != "function"}
+
+
 def precision(function: int, data: dict, x):
     """COCO's f(x) - f_opt for one point x of shape (D,) (plain JAX; data: the instance's arrays)."""
-    d = {k: jnp.asarray(v).astype(x.dtype) for k, v in data.items()}
-    return _PRECISION[function](d, x)
+    return _PRECISION[function](_in_dtype_of(x, data), x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,11 +325,10 @@ class SharedReward:
     functions: tuple
 
     def __call__(self, data, x):
-        d = {k: jnp.asarray(v).astype(x.dtype) for k, v in data.items() if k != "function"}
         branch = np.zeros(len(_PRECISION) + 1, np.int32)
         branch[list(self.functions)] = np.arange(len(self.functions))
         index = jnp.asarray(branch)[data["function"]]
-        return -jax.lax.switch(index, [_PRECISION[k] for k in self.functions], d, x)
+        return -jax.lax.switch(index, [_PRECISION[k] for k in self.functions], _in_dtype_of(x, data), x)
 
 
 def shared_arrays(inst: Instance) -> dict:
