@@ -14,12 +14,13 @@ the table's capacity.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from fedpne_jax.algorithms.fedpne.plan import Static
+from fedpne_jax.algorithms.fedpne.plan import MAX_DEPTH, Static
 
 
 class NodeTable(NamedTuple):
@@ -89,6 +90,19 @@ def expand(static: Static, table: NodeTable, keep, depth):
     return NodeTable(cells, levels, keys, jnp.minimum(demand, cap)), demand
 
 
+def _powers(k: int, e, dt):
+    """k**e for int32 arrays 0 <= e <= MAX_DEPTH, as products of the host's k^(2^b) over e's bits in a
+    fixed order (inf past the float range).  A float ``pow`` is exp(e·log k) on some backends: on a
+    GPU it put a ternary centre one ulp away from the CPU's, and DoubleSine's cusp turns an ulp into
+    regret."""
+    out = jnp.ones(e.shape, dt)
+    largest = float(jnp.finfo(dt).max)
+    for b in range(MAX_DEPTH.bit_length()):
+        factor = float(k) ** (2 ** b) if 2 ** b * math.log(k) < math.log(largest) else math.inf
+        out = jnp.where((e >> b) & 1 == 1, out * jnp.asarray(factor, dt), out)
+    return out
+
+
 def _fraction(static: Static, table: NodeTable, offset: float):
     """(cap, D) position of (cell index + offset) / k^e within the root's side, in [0, 1].
 
@@ -100,13 +114,12 @@ def _fraction(static: Static, table: NodeTable, offset: float):
     k, s = static.k, static.digits
     e = table.levels                                                  # (cap, D)
     last = jnp.maximum(e - 1, 0) // s                                 # word holding the last digit
-    kf = jnp.asarray(k, dt)
     frac = jnp.zeros(e.shape, dt)
     for q in reversed(range(static.words)):                          # smallest terms first
         n_q = jnp.clip(e - q * s, 0, s)
         a_q = table.cells[..., q].astype(dt)
         num = jnp.where(last == q, 2.0 * a_q + 2.0 * offset, 2.0 * a_q)
-        term = num / (2.0 * kf ** n_q.astype(dt)) * kf ** jnp.asarray(-q * s, dt)
+        term = num / (2.0 * _powers(k, n_q, dt)) * jnp.asarray(float(k) ** (-q * s), dt)
         frac = frac + jnp.where(q <= last, term, 0.0)
     return frac
 
@@ -116,7 +129,7 @@ def lower_and_width(static: Static, table: NodeTable, lo, hi):
     dt = static.float_dtype
     lo = jnp.asarray(lo, dt)
     span = jnp.asarray(hi, dt) - lo
-    width = span * jnp.asarray(static.k, dt) ** (-table.levels.astype(dt))
+    width = span * (1.0 / _powers(static.k, table.levels, dt))
     return lo + span * _fraction(static, table, 0.0), width
 
 
