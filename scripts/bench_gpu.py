@@ -19,7 +19,8 @@ its own time budget (scaled down when less is left of ``--budget``), and every r
 * ``perpull``: the ``explicit`` sampler, uniform:0.1, centre and uniform points, M = 100, T = 10^6,
   100 seeds, against the device's floor: the same uniforms drawn and summed in one jitted call,
   threefry and Philox (scripts/bench_perpull.py).
-* ``hct``: HCT and T-HOO aggregate pulls/s, T = 10^4, at 10^3 and 10^4 seeds.
+* ``hct``: HCT and T-HOO aggregate pulls/s, T = 10^4, at 1, 10^3 and 10^4 seeds, and the while loops
+  of the 10^4-seed program with the kernels one trip of each launches (from the compiled HLO).
 * ``objectives``: Fed-PNE on landmine (M = 4, T = 500) evaluating only the pulled rows, at 4 and 64
   seeds, against landmine-sklearn on the same 4 runs when scikit-learn is there; then landmine's and
   digits' evaluations/s in one call of 16 x 16 x M points.
@@ -35,6 +36,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -99,6 +101,68 @@ def _processor() -> str:
     except OSError:
         pass
     return platform.processor()
+
+
+# Instructions that launch no kernel of their own.
+NO_KERNEL = {"parameter", "get-tuple-element", "tuple", "constant", "bitcast", "while", "conditional", "call",
+             "after-all", "partition-id", "replica-id", "opt-barrier"}
+
+
+def _computations(hlo: str) -> dict:
+    """A compiled module's text as {computation: [(opcode, line)]}."""
+    comps: dict = {}
+    name = None
+    for line in hlo.splitlines():
+        head = re.match(r"^(?:ENTRY )?%?([\w.\-]+) \(.*\{$", line)
+        if head:
+            name = head.group(1)
+            comps[name] = []
+        elif line.startswith("}"):
+            name = None
+        elif name is not None and (m := re.match(r"^\s+(?:ROOT )?%?[\w.\-]+ = .*?\s([a-z][\w\-]*)\(", line)):
+            comps[name].append((m.group(1), line))
+    return comps
+
+
+def loop_report(hlo: str) -> list[dict]:
+    """Every while loop of a compiled program, nested ones after their parent: its depth of nesting,
+    the kernels one trip of its body launches (a conditional counts its largest branch), and XLA's
+    trip count where it knows one.  On a GPU each trip also waits for its condition on the host."""
+    comps = _computations(hlo)
+
+    def kernels(comp: str) -> int:
+        n = 0
+        for op, line in comps.get(comp, []):
+            if op == "conditional" and (bs := re.search(r"branch_computations=\{([^}]*)\}", line)):
+                n += 1 + max((kernels(c) for c in re.findall(r"%?([\w.\-]+)", bs.group(1))), default=0)
+            elif op == "call" and (c := re.search(r"to_apply=%?([\w.\-]+)", line)):
+                n += kernels(c.group(1))
+            elif op not in NO_KERNEL:
+                n += 1
+        return n
+
+    out: list = []
+
+    def walk(comp: str, depth: int) -> None:
+        for op, line in comps.get(comp, []):
+            if op == "while":
+                body = re.search(r"body=%?([\w.\-]+)", line).group(1)
+                trips = re.search(r'"known_trip_count":\{"n":"(\d+)"', line)
+                where = re.search(r'op_name="([^"]+)"', line)
+                out.append(dict(depth=depth, kernels_per_trip=kernels(body),
+                                known_trips=int(trips.group(1)) if trips else None,
+                                where=where.group(1)[-80:] if where else body))
+                walk(body, depth + 1)
+            elif op == "conditional" and (bs := re.search(r"branch_computations=\{([^}]*)\}", line)):
+                for c in re.findall(r"%?([\w.\-]+)", bs.group(1)):
+                    walk(c, depth)
+            elif op == "call" and (c := re.search(r"to_apply=%?([\w.\-]+)", line)):
+                walk(c.group(1), depth)
+
+    entry = [n for n in comps if n.startswith("main")] or list(comps)[-1:]
+    if entry:
+        walk(entry[0], 0)
+    return out
 
 
 def log(msg: str) -> None:
@@ -284,16 +348,24 @@ def _tree_rows(names, seed_counts, T, deadline, emit, reference: dict) -> None:
                       ratio=None if not ref else rate / ref))
 
 
-def hct(quick: bool, deadline: float, emit) -> None:
+def hct(quick: bool, deadline: float, emit, algorithms=None) -> None:
+    from fedpne_jax.core import executor
     reference = {("hct", s): v for s, v in CPU_HCT_PULLS_PER_S.items()}
-    _tree_rows(("hct", "hoo"), (10, 100) if quick else (1_000, 10_000), 2_000 if quick else 10_000, deadline, emit,
-               reference)
+    T = 2_000 if quick else 10_000
+    for name in algorithms or ("hct", "hoo"):
+        executor._compiled.clear()
+        _tree_rows((name,), (1, 10, 100) if quick else (1, 1_000, 10_000), T, deadline, emit, reference)
+        # What bounds a round: the loops of the largest batch's program and the kernels of their trips.
+        programs = [exe.as_text() for exe, _ in executor._compiled.values()]
+        if programs:
+            for loop in loop_report(programs[-1]):
+                emit(dict(algorithm=name, kind="loop", **loop))
 
 
-def trees(quick: bool, deadline: float, emit) -> None:
+def trees(quick: bool, deadline: float, emit, algorithms=None) -> None:
     cheap_first = ("doo", "sequool", "stroquool", "zooming", "soo", "stosoo", "vhct", "gpo", "pct", "poo", "vpct",
                    "vroom")
-    _tree_rows(cheap_first, (10,) if quick else (1_000,), 2_000 if quick else 10_000, deadline, emit,
+    _tree_rows(algorithms or cheap_first, (10,) if quick else (1_000,), 2_000 if quick else 10_000, deadline, emit,
                PYXAB_PULLS_PER_S)
 
 
@@ -353,12 +425,15 @@ RUNNERS = {"correctness": correctness, "fedpne": fedpne, "perpull": perpull, "hc
 
 # -------------------------------------------------------------------------------------- the driver
 
-def run_section(name: str, quick: bool, deadline: float, rows_path: str) -> None:
+def run_section(name: str, quick: bool, deadline: float, rows_path: str, algorithms: list[str] | None) -> None:
     def emit(row: dict) -> None:
         with open(rows_path, "a") as f:
             f.write(json.dumps(row, default=float) + "\n")
         log(f"  {name}: {json.dumps(row, default=float)[:300]}")
-    RUNNERS[name](quick, deadline, emit)
+    if algorithms and name in ("hct", "trees"):
+        RUNNERS[name](quick, deadline, emit, algorithms)
+    else:
+        RUNNERS[name](quick, deadline, emit)
 
 
 def _rows(path: str) -> list[dict]:
@@ -378,6 +453,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench_gpu", help="folder for bench_gpu.json and bench_gpu.log")
     ap.add_argument("--budget", type=float, default=sum(SECTIONS.values()), help="seconds for all sections")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"a subset of {','.join(SECTIONS)}")
+    ap.add_argument("--algorithms", help="the algorithms of the hct and trees sections (comma-separated; default all)")
     ap.add_argument("--section", help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
@@ -387,7 +463,8 @@ def main(argv=None) -> int:
         cpu_child(args.cpu_child, args.quick, args.deadline)
         return 0
     if args.section:
-        run_section(args.section, args.quick, args.deadline, args.rows)
+        run_section(args.section, args.quick, args.deadline, args.rows,
+                    args.algorithms.split(",") if args.algorithms else None)
         return 0
     names = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = [n for n in names if n not in SECTIONS]
@@ -416,7 +493,8 @@ def main(argv=None) -> int:
                 logf.write(f"\n## {name} (budget {budget:.0f} s)\n")
                 logf.flush()
                 cmd = [sys.executable, os.path.abspath(__file__), "--section", name, "--rows", rows_path,
-                       "--deadline", str(t0 + budget)] + (["--quick"] if args.quick else [])
+                       "--deadline", str(t0 + budget)] + (["--quick"] if args.quick else []) \
+                    + (["--algorithms", args.algorithms] if args.algorithms else [])
                 proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
                 try:
                     rc = proc.wait(timeout=budget + 20)
