@@ -28,7 +28,8 @@ its own time budget (scaled down when less is left of ``--budget``), and every r
   defaults), against PyXAB's pulls/s measured on this project's CPU (README, Benchmark).
 * ``gp``: KernelTS, GP-UCB, BO and BBO at T = 1,000, 100 and 1,000 seeds.
 
-The last lines printed are the tables; ``bench_gpu.log`` holds every section's output.
+The last lines printed are the tables; ``bench_gpu.log`` holds every section's output and
+``correctness_arrays.npz`` every array the device computed for the fixture's runs.
 """
 from __future__ import annotations
 
@@ -236,7 +237,7 @@ def compare(mine: dict, other: dict, prefix: str) -> dict:
                 values={k: d for k, d in values.items() if not d["equal"]})
 
 
-def correctness(quick: bool, deadline: float, emit) -> None:
+def correctness(quick: bool, deadline: float, emit, arrays_path: str | None = None) -> None:
     from tests.support import behaviour
     fixture = behaviour.recorded()
     cpu_path = os.path.join(tempfile.mkdtemp(), "cpu.npz")
@@ -250,6 +251,8 @@ def correctness(quick: bool, deadline: float, emit) -> None:
             continue
         start = time.perf_counter()
         mine.update(fixture_outputs(name))
+        if arrays_path:         # every array, for a closer look on this machine afterwards
+            np.savez_compressed(arrays_path, **{k.replace("/", "__"): v for k, v in mine.items()})
         emit(dict(run=name, seconds=time.perf_counter() - start, against="fixture (AMD EPYC, JAX 0.10.2)",
                   **compare(mine, fixture, name)))
     try:
@@ -425,13 +428,16 @@ RUNNERS = {"correctness": correctness, "fedpne": fedpne, "perpull": perpull, "hc
 
 # -------------------------------------------------------------------------------------- the driver
 
-def run_section(name: str, quick: bool, deadline: float, rows_path: str, algorithms: list[str] | None) -> None:
+def run_section(name: str, quick: bool, deadline: float, rows_path: str, algorithms: list[str] | None,
+                out_dir: str) -> None:
     def emit(row: dict) -> None:
         with open(rows_path, "a") as f:
             f.write(json.dumps(row, default=float) + "\n")
         log(f"  {name}: {json.dumps(row, default=float)[:300]}")
     if algorithms and name in ("hct", "trees"):
         RUNNERS[name](quick, deadline, emit, algorithms)
+    elif name == "correctness":
+        correctness(quick, deadline, emit, os.path.join(out_dir, "correctness_arrays.npz"))
     else:
         RUNNERS[name](quick, deadline, emit)
 
@@ -464,7 +470,7 @@ def main(argv=None) -> int:
         return 0
     if args.section:
         run_section(args.section, args.quick, args.deadline, args.rows,
-                    args.algorithms.split(",") if args.algorithms else None)
+                    args.algorithms.split(",") if args.algorithms else None, args.out)
         return 0
     names = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = [n for n in names if n not in SECTIONS]
@@ -492,7 +498,7 @@ def main(argv=None) -> int:
             with open(out_log, "a") as logf:
                 logf.write(f"\n## {name} (budget {budget:.0f} s)\n")
                 logf.flush()
-                cmd = [sys.executable, os.path.abspath(__file__), "--section", name, "--rows", rows_path,
+                cmd = [sys.executable, os.path.abspath(__file__), "--section", name, "--rows", rows_path, "--out", args.out,
                        "--deadline", str(t0 + budget)] + (["--quick"] if args.quick else []) \
                     + (["--algorithms", args.algorithms] if args.algorithms else [])
                 proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)

@@ -1,6 +1,6 @@
-"""Fed-PNE's node geometry is exact where the float format allows and is computed without a float
-``pow``: on a GPU, pow is exp(e·log k) and put a ternary centre one ulp away from the CPU's (the
-first run of scripts/bench_gpu.py on an H100 found the random-split fixture's recommendation moved)."""
+"""Fed-PNE's node geometry is exact where the float format allows, and is computed without a float
+``pow`` (exp(e·log k) in each backend's own math library, so its last bit may differ between a CPU
+and a GPU)."""
 import re
 from fractions import Fraction
 

@@ -92,9 +92,9 @@ def expand(static: Static, table: NodeTable, keep, depth):
 
 def _powers(k: int, e, dt):
     """k**e for int32 arrays 0 <= e <= MAX_DEPTH, as products of the host's k^(2^b) over e's bits in a
-    fixed order (inf past the float range).  A float ``pow`` is exp(e·log k) on some backends: on a
-    GPU it put a ternary centre one ulp away from the CPU's, and DoubleSine's cusp turns an ulp into
-    regret."""
+    fixed order (inf past the float range): multiplications round the same way on every backend,
+    while a float ``pow`` is exp(e·log k) in each backend's own math library, and DoubleSine's cusp
+    turns an ulp of a centre into regret."""
     out = jnp.ones(e.shape, dt)
     largest = float(jnp.finfo(dt).max)
     for b in range(MAX_DEPTH.bit_length()):
