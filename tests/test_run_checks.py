@@ -13,6 +13,7 @@ import fedpne_jax as fp
 import objectives
 from fedpne_jax.core import executor, noise
 from fedpne_jax.core import run as run_lib
+from fedpne_jax.core.batch import prepare
 from fedpne_jax.core.errors import F_STAR_RTOL, FLAG_ABOVE_F_STAR
 
 M = 3
@@ -68,7 +69,7 @@ def test_a_run_cut_into_calls_equals_one_call(garland, calls):
 def test_results_too_large_are_refused_at_once(garland):
     traces = executor.trace_count()
     start = time.perf_counter()
-    per_seed = run_lib.run_bytes(fp.core.registry.for_config(CONFIG), [CONFIG], garland)
+    per_seed = prepare(fp.core.registry.for_config(CONFIG), [CONFIG], garland).run_bytes()
     with pytest.raises(ValueError, match=rf"{per_seed:,} bytes per seed x 1,000,000,000,000 runs = "
                                          rf"{per_seed * 10**12:,} bytes .* memory this host has available"):
         fp.run(CONFIG, garland, seeds=10**12)

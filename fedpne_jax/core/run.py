@@ -29,9 +29,10 @@ import jax
 import numpy as np
 
 import objectives
-from fedpne_jax.core import diagnostics, executor, registry, sharding
+from fedpne_jax.core import diagnostics, executor, registry
 from fedpne_jax.core.algorithm import Algorithm
 from fedpne_jax.core.algorithm import check_inputs as check_pair
+from fedpne_jax.core.batch import Batch, prepare, stack_params  # noqa: F401  (stack_params: re-exported)
 from fedpne_jax.core.errors import CapacityError, raise_for_objective
 from fedpne_jax.core.grid import group_indices, per_config
 from fedpne_jax.core.result import RunResult
@@ -89,31 +90,18 @@ def memory_budget(memory_gb) -> int:
     return max(1, int(memory_gb * 2**30))
 
 
-def run_bytes(algorithm: Algorithm, configs: Sequence, objective) -> int:
-    """Host bytes one run of these configurations keeps until its result is built: its outputs (the
-    arrays calls stream into), the result's 8-byte copies of them (curves and metrics become
-    float64 / int64) and its seed and grid indices.  From the outputs' shapes, traced, not compiled."""
-    tables = algorithm.initial_tables(configs)
-    shapes = executor.output_shapes(algorithm.run_single, algorithm.make_static(configs[0], objective, tables),
-                                    algorithm.make_params(configs[0], tables), objective)
-    leaves = jax.tree.leaves(shapes)
-    return sum(math.prod(s.shape) * (s.dtype.itemsize + 8) for s in leaves) + 16
-
-
-def check_host_memory(groups, objective) -> None:
+def check_host_memory(groups: Sequence[tuple[Batch, int]]) -> None:
     """ValueError, before anything is compiled or allocated, when the results of ``groups`` (each
-    (algorithm, configurations, seeds per configuration)) need more bytes than the host has available,
-    naming the figure: bytes per seed x seeds.  (The memory budget bounds one call's device buffers,
-    which chunking keeps under it; the results are kept on the host, whose free memory is the limit.)
-    ``objective``: one Objective for all groups, or a list of one per group."""
-    group_objectives = objective if isinstance(objective, list) else [objective] * len(groups)
-    per_run = [run_bytes(algorithm, configs, obj) for (algorithm, configs, _), obj in zip(groups, group_objectives)]
-    runs = [len(configs) * seeds for _, configs, seeds in groups]
+    (batch, seeds per configuration)) need more bytes than the host has available, naming the figure:
+    bytes per seed x seeds.  (The memory budget bounds one call's device buffers, which chunking keeps
+    under it; the results are kept on the host, whose free memory is the limit.)"""
+    per_run = [batch.run_bytes() for batch, _ in groups]
+    runs = [len(batch.configs) * seeds for batch, seeds in groups]
     total = sum(b * n for b, n in zip(per_run, runs))
     available = executor.available_memory()
     if available is None or total <= available:
         return
-    seeds, configs = groups[0][2], sum(len(c) for _, c, _ in groups)
+    seeds, configs = groups[0][1], sum(len(batch.configs) for batch, _ in groups)
     count = f"{seeds:,} seeds" if configs == 1 else f"{configs} configurations x {seeds:,} seeds"
     rate = f"{per_run[0]:,}" if len(set(per_run)) == 1 else f"{min(per_run):,} to {max(per_run):,}"
     limit = f"the {available / 2**30:.3g} GiB of memory this host has available"
@@ -152,10 +140,11 @@ def run(config, objective, seeds: int | Sequence[int] = 1, base_seed: int = 0, g
     count = executor.seed_count(seeds)
     base_seed = executor.check_base_seed(base_seed)
     budget = memory_budget(memory_gb)
-    check_host_memory([(algorithm, [config], count)], objective)
+    batch = prepare(algorithm, [config], objective, devices)
+    check_host_memory([(batch, count)])
     ids = executor.seed_ids(seeds)
-    result = _run_pairs([config], objective, np.zeros(ids.size, np.int64), ids, base_seed, grow, devices,
-                        budget=budget, stop=stop, progress=progress)[0]
+    result = _run_pairs(batch, np.zeros(ids.size, np.int64), ids, base_seed, grow, budget=budget, stop=stop,
+                        progress=progress)[0]
     diagnostics.emit(result.warnings)
     return result
 
@@ -179,14 +168,13 @@ def run_grid(configs: Sequence, objective, seeds: int | Sequence[int] = 1, base_
     # A group shares one compiled program, so one objective: the objective is part of the key.
     keys = [(static_key(c, obj), id(obj)) for c, obj in zip(configs, per_config)]
     groups = group_indices(keys)
-    check_host_memory([(algorithms[m[0]], [configs[i] for i in m], count) for m in groups],
-                      [per_config[m[0]] for m in groups])
+    batches = [prepare(algorithms[m[0]], [configs[i] for i in m], per_config[m[0]], devices) for m in groups]
+    check_host_memory([(batch, count) for batch in batches])
     ids = executor.seed_ids(seeds)
     results: list = [None] * len(configs)
-    for members in groups:
+    for members, batch in zip(groups, batches):
         grid = np.repeat(np.arange(len(members)), ids.size)
-        out = _run_pairs([configs[i] for i in members], per_config[members[0]], grid, np.tile(ids, len(members)),
-                         base_seed, grow, devices, budget=budget)
+        out = _run_pairs(batch, grid, np.tile(ids, len(members)), base_seed, grow, budget=budget)
         for i, result in zip(members, out):
             results[i] = result
     diagnostics.emit(w for result in results for w in result.warnings)
@@ -252,29 +240,16 @@ def run_pairs(configs: Sequence, objective, grid_index, seed_ids, base_seed: int
         raise ValueError(f"grid_index must lie in [0, {len(configs)})")
     executor.seed_ids(ids, distinct=False)      # a pair may repeat here: each run depends on its pair alone
     base_seed = executor.check_base_seed(base_seed)
-    results = _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to)
+    batch = prepare(registry.for_config(configs[0]), configs, objective, devices)
+    results = _run_pairs(batch, grid_index, ids, base_seed, grow, pad_to)
     diagnostics.emit(w for result in results if result is not None for w in result.warnings)
     return results
 
 
-def stack_params(algorithm: Algorithm, configs: Sequence, tables):
-    """The Params of every configuration, stacked along a leading grid axis."""
-    return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]),
-                        *[algorithm.make_params(c, tables) for c in configs])
-
-
-def _params(algorithm, configs, tables, single: bool):
-    # One configuration runs with plain (unstacked) params: the program every single run has used.
-    return algorithm.make_params(configs[0], tables) if single else stack_params(algorithm, configs, tables)
-
-
-def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pad_to=None, budget=None,
-               stop=None, progress=None):
-    algorithm = registry.for_config(configs[0])
-    single = len(configs) == 1
+def _run_pairs(batch: Batch, grid_index, ids, base_seed, grow, pad_to=None, budget=None, stop=None, progress=None):
+    algorithm, configs, objective = batch.algorithm, batch.configs, batch.objective
     out, tables, compile_s, run_s, finished = _run_growing(
-        algorithm, configs, objective, None if single else grid_index, ids, base_seed, grow, devices, pad_to, budget,
-        stop, progress)
+        batch, grid_index if batch.grid else None, ids, base_seed, grow, pad_to, budget, stop, progress)
     partial = not finished.all()
     if partial:              # stopped: only the finished runs make the results
         out = jax.tree.map(lambda a: a[finished], out)
@@ -294,14 +269,13 @@ def _run_pairs(configs, objective, grid_index, ids, base_seed, grow, devices, pa
     return per_config(configs, grid_index, build)
 
 
-def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow, devices, pad_to, budget=None,
-                 stop=None, progress=None):
+def _run_growing(batch: Batch, grid_index, ids, base_seed, grow, pad_to, budget=None, stop=None, progress=None):
     """Execute all runs, in calls of the size :func:`_call_runs` gives for ``budget`` (None: one
     call), streaming each call's outputs into arrays for all runs, and rerun the runs whose tables
     overflowed with the larger ones the algorithm's ``grow`` gives (the runs still to come then
     start with them too).  ``stop()`` True before a call ends the loop there.  Returns (outputs for
     every run, final tables, compile s, run s, which runs finished)."""
-    tables = algorithm.initial_tables(configs)
+    algorithm = batch.algorithm
     outputs = None
     pending = np.arange(ids.size)
     compile_s = run_s = 0.0
@@ -309,57 +283,51 @@ def _run_growing(algorithm, configs, objective, grid_index, ids, base_seed, grow
     while pending.size:
         if stop is not None and outputs is not None and stop():
             break
-        static = algorithm.make_static(configs[0], objective, tables)
-        params = _params(algorithm, configs, tables, grid_index is None)
         if size is None:
             before = executor.compile_seconds()
-            size = _call_runs(algorithm.run_single, static, params, objective, pending.size, budget, devices,
-                              grid_index is not None)
+            size = _call_runs(batch, pending.size, budget)
             compile_s += executor.compile_seconds() - before
             if size < pending.size:
                 pad_to = size      # every call, the last one too, runs the program that was sized
-        batch, rest = pending[:size], pending[size:]
-        out, c_s, r_s = executor.execute(algorithm.run_single, static, params, objective, base_seed, ids[batch],
-                                         grid_index=None if grid_index is None else grid_index[batch],
-                                         devices=devices, pad_to=pad_to)
+        call, rest = pending[:size], pending[size:]
+        out, c_s, r_s = batch.execute(base_seed, ids[call], None if grid_index is None else grid_index[call], pad_to)
         if not rest.size:
             pad_to = None      # reruns are a new shape anyway
         compile_s, run_s = compile_s + c_s, run_s + r_s
-        raise_for_objective(objective, out.flags, ids[batch])
+        raise_for_objective(batch.objective, out.flags, ids[call])
         if outputs is None:
             outputs = jax.tree.map(lambda a: np.empty((ids.size,) + a.shape[1:], a.dtype), out)
         done = out.flags == 0
         for full, part in zip(outputs, out):
-            full[batch[done]] = part[done]
+            full[call[done]] = part[done]
         failed = ~done
         pending = rest
         if progress is not None:
             progress(ids.size - pending.size - int(failed.sum()), ids.size, c_s + r_s)
         if not failed.any():
             continue
-        seeds = ids[batch[failed]]
+        seeds = ids[call[failed]]
         if algorithm.grow is None:
             raise CapacityError(f"{algorithm.name}: a fixed-size table overflowed (seeds {seeds[:10].tolist()}); "
                                 f"this is a bug: tables are sized so that they cannot")
-        tables = algorithm.grow(tables, jax.tree.map(lambda a, failed=failed: a[failed], out), grow, seeds)
-        pending = np.concatenate([batch[failed], rest])
+        batch = batch.with_tables(algorithm.grow(batch.tables, jax.tree.map(lambda a, failed=failed: a[failed], out),
+                                                 grow, seeds))
+        pending = np.concatenate([call[failed], rest])
         size, pad_to = None, None
     finished = np.ones(ids.size, bool)
     finished[pending] = False
-    return outputs, tables, compile_s, run_s, finished
+    return outputs, batch.tables, compile_s, run_s, finished
 
 
-def _call_runs(run_single, static, params, objective, runs: int, budget, devices, grid: bool) -> int:
+def _call_runs(batch: Batch, runs: int, budget) -> int:
     """Runs per call: all of them without a budget (or eagerly, under jax.disable_jit), else what
     executor.fit_runs finds from XLA's memory analysis of the program (which the calls then run)."""
     if budget is None or jax.config.jax_disable_jit:  # type: ignore[attr-defined]  # a runtime flag attribute
         return runs
-    selected = sharding.select_devices(devices)
-    measure = lambda R: executor.memory_bytes(executor.memory(run_single, static, params, objective, R, grid=grid,
-                                                              devices=selected))
-    size, need = executor.fit_runs(runs, budget, len(selected), measure)
+    n = len(batch.devices)
+    size, need = executor.fit_runs(runs, budget, n, lambda R: executor.memory_bytes(batch.memory(R)))
     if need > budget:
-        warnings.warn(f"{size // len(selected)} run(s) per device need {need:,} bytes, above the memory "
+        warnings.warn(f"{size // n} run(s) per device need {need:,} bytes, above the memory "
                       f"budget of {budget:,} bytes; running one per device per call", RuntimeWarning, stacklevel=4)
     return size
 
@@ -379,9 +347,4 @@ def pairs_memory(configs: Sequence, objective, runs: int, devices=None) -> int:
 
 
 def _memory(configs, objective, runs, devices):
-    algorithm = check_inputs(configs[0], objective)
-    tables = algorithm.initial_tables(configs)
-    single = len(configs) == 1
-    return executor.memory(algorithm.run_single, algorithm.make_static(configs[0], objective, tables),
-                           _params(algorithm, configs, tables, single), objective, runs, grid=not single,
-                           devices=devices)
+    return prepare(check_inputs(configs[0], objective), configs, objective, devices).memory(runs)
