@@ -278,7 +278,7 @@ def test_partial_sweep_statistics_raise_no_warning(sweep_out, tmp_path, capsys):
         res = fp.load_sweep(out, allow_partial=True)
         stats = {"mean": res.mean, "std": res.std, "stderr": res.stderr, "curve_mean": res.curve_mean,
                  "curve_std": res.curve_std, "curve_stderr": res.curve_stderr}
-        summary, table = res.summary(), res.table()
+        summary, table = res.rows(), res.table()
     capsys.readouterr()
     assert res.count.tolist() == [0, 1, SWEEP_SEEDS]
     # No data: NaN.  One run: its value, and no spread to speak of (NaN, as RunResult's).

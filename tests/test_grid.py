@@ -90,7 +90,7 @@ def test_shapes_group_into_fewest_programs():
 
 def test_stacked_params_have_a_grid_axis():
     configs = grid.product(CONFIG, c=C_VALUES)
-    sizes = Tables(capacity=32, depth=12)
-    stacked = stack_params(FEDPNE, configs, sizes)
+    tables = Tables(capacity=32, depth=12)
+    stacked = stack_params(FEDPNE, configs, tables)
     assert stacked.tau.shape == (3, 13) and stacked.noise_scale.shape == (3,)
-    np.testing.assert_array_equal(stacked.conf[1], make_params(configs[1], sizes).conf)
+    np.testing.assert_array_equal(stacked.conf[1], make_params(configs[1], tables).conf)

@@ -107,6 +107,30 @@ def test_registering_twice_is_a_no_op_and_conflicts_name_the_taken_name(plugins)
         objectives.register("garland", spec.factory)
 
 
+def test_the_describe_hook_and_its_former_name(plugins):
+    """Algorithm(report=...), the hook's name before it became describe (a plugin written against the
+    earlier contract), warns, builds the same Algorithm, and its answer makes the result."""
+    from fedpne_jax.core.algorithm import describe
+    base = registry.get("random-search")
+    config = fp.make_config("random-search", horizon=20, checkpoints=2)
+    outputs = type("Out", (), {"final_regret": np.asarray([1.0, 2.0]), "recommendation": np.asarray([[0.5], [0.25]])})()
+
+    def hook(config, tables, outputs):
+        return "random-search", config.resolved(), {"twice": 2 * outputs.final_regret}
+
+    with pytest.warns(DeprecationWarning, match=r"Algorithm\(report=\.\.\.\) is now Algorithm\(describe=\.\.\.\)"):
+        old = dataclasses.replace(base, report=hook)
+    assert old == dataclasses.replace(base, describe=hook) and old.report is None
+    name, resolved, metrics = describe(old, config, None, outputs)
+    assert name == "random-search" and resolved == config.resolved()
+    np.testing.assert_array_equal(metrics["twice"], [2.0, 4.0])
+    name, resolved, metrics = describe(base, config, None, outputs)      # no hook: the metrics named
+    assert name == "random-search" and list(metrics) == ["recommendation"]
+    np.testing.assert_array_equal(metrics["recommendation"], [[0.5], [0.25]])
+    with pytest.raises(ValueError, match="give describe= only"):
+        dataclasses.replace(base, report=hook, describe=lambda *a: None)
+
+
 def test_sweep_file_with_plugins_runs_and_a_missing_plugin_is_refused(plugins, tmp_path):
     definition = {"plugins": [RANDOM_SEARCH, MY_OBJECTIVE], "objectives": [{"name": "paraboloid", "dim": 2}],
                   "algorithms": ["random-search"], "clients": [2], "horizon": [120], "seeds": 4,

@@ -109,9 +109,9 @@ def test_explicit_sampler_without_jit_equals_jit():
     from fedpne_jax.algorithms.fedpne.plan import Tables, make_params, make_static, plan
 
     objective = make("himmelblau", 2, dim=2)
-    sizes = Tables(capacity=16, depth=plan(EXPLICIT).depth_limit)
-    static = make_static(EXPLICIT, objective, sizes)
-    params = jax.tree.map(jnp.asarray, make_params(EXPLICIT, sizes))
+    tables = Tables(capacity=16, depth=plan(EXPLICIT).depth_limit)
+    static = make_static(EXPLICIT, objective, tables)
+    params = jax.tree.map(jnp.asarray, make_params(EXPLICIT, tables))
     table = partition.root(static, jax.random.key(0))
     table, _ = partition.expand(static, table, jnp.arange(16) < 1, jnp.int32(0))
     centre = partition.centres(static, table, objective.lo, objective.hi)

@@ -21,9 +21,9 @@ SIGMA_DP2 = 2 * math.log(1.25 / DP_DELTA) / EPS ** 2          # 0.202
 
 
 def _node_means(config, objective):
-    sizes = Tables(capacity=16, depth=plan(config).depth_limit)
-    static = make_static(config, objective, sizes)
-    params = jax.tree.map(jnp.asarray, make_params(config, sizes))
+    tables = Tables(capacity=16, depth=plan(config).depth_limit)
+    static = make_static(config, objective, tables)
+    params = jax.tree.map(jnp.asarray, make_params(config, tables))
     table = partition.root(static, jax.random.key(0))
     centre = partition.centres(static, table, objective.lo, objective.hi)
     n = jnp.int32(N_PULLS)

@@ -22,15 +22,17 @@ Optional hooks:
   the executor reruns exactly those runs with the larger tables ``grow`` returns (results do not
   depend on the sizes), and ``grow`` raises CapacityError when it may not (``allowed`` False) or
   cannot.  Without the hooks, tables are fixed and an overflow is a bug, reported as such;
-* ``report(config, tables, outputs) -> (result name, resolved config, metrics)``: how one
+* ``describe(config, tables, outputs) -> (result name, resolved config, metrics)``: how one
   configuration's stacked outputs become a result (default: ``name``, ``config.resolved()`` and
-  the outputs named in ``metrics``).
+  the outputs named in ``metrics``; :func:`describe` applies it).  ``report=`` is its former name,
+  still accepted with a DeprecationWarning: "report" is the benchmark report of ``fedpne report``.
 
 ``styles`` gives each result name an algorithm reports under its label, colour and marker.
 """
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, Hashable, Optional, Protocol, Sequence
 
 import jax
@@ -78,7 +80,7 @@ class Grow(Protocol):
     def __call__(self, tables: Any, failed: Any, allowed: bool, seeds: Any, /) -> Any: ...
 
 
-class Report(Protocol):
+class Describe(Protocol):
     def __call__(self, config: Any, tables: Any, outputs: Any, /) -> tuple[str, dict, dict]: ...
 
 
@@ -101,8 +103,20 @@ class Algorithm:
     check: Optional[Check] = None
     tables: Optional[Tables] = None
     grow: Optional[Grow] = None
-    report: Optional[Report] = None
+    describe: Optional[Describe] = None
     styles: tuple = ()           # (result name, Style) pairs; the first is the algorithm's own
+    report: Optional[Describe] = None    # describe's former name (deprecated), moved there on creation
+
+    def __post_init__(self):
+        if self.report is None:
+            return
+        if self.describe is not None and self.describe is not self.report:
+            raise ValueError(f"algorithm {self.name!r}: give describe= only (report= is its former name)")
+        warnings.warn(f"algorithm {self.name!r}: Algorithm(report=...) is now Algorithm(describe=...)",
+                      DeprecationWarning, stacklevel=3)
+        # One field holds the hook, so an algorithm built either way equals the other.
+        object.__setattr__(self, "describe", self.report)
+        object.__setattr__(self, "report", None)
 
     @property
     def grows(self) -> bool:
@@ -113,11 +127,13 @@ class Algorithm:
         """The tables a batch of ``configs`` starts with: the ``tables`` hook's, or None (fixed)."""
         return self.tables(configs) if self.tables is not None else None
 
-    def describe(self, config, tables, outputs) -> tuple[str, dict, dict]:
-        """(result name, resolved config, per-seed metrics) of one configuration's outputs."""
-        if self.report is not None:
-            return self.report(config, tables, outputs)
-        return self.name, config.resolved(), {m: np.asarray(getattr(outputs, m)) for m in self.metrics}
+
+def describe(algorithm: Algorithm, config, tables, outputs) -> tuple[str, dict, dict]:
+    """(result name, resolved config, per-seed metrics) of one configuration's outputs: the
+    algorithm's ``describe`` hook, or its name, ``config.resolved()`` and its ``metrics`` outputs."""
+    if algorithm.describe is not None:
+        return algorithm.describe(config, tables, outputs)
+    return algorithm.name, config.resolved(), {m: np.asarray(getattr(outputs, m)) for m in algorithm.metrics}
 
 
 def check_inputs(algorithm: Algorithm, config: Any, objective: Any) -> None:

@@ -30,7 +30,7 @@ import numpy as np
 
 import objectives
 from fedpne_jax.core import diagnostics, executor, registry
-from fedpne_jax.core.algorithm import Algorithm
+from fedpne_jax.core.algorithm import Algorithm, describe
 from fedpne_jax.core.algorithm import check_inputs as check_pair
 from fedpne_jax.core.batch import Batch, prepare, stack_params  # noqa: F401  (stack_params: re-exported)
 from fedpne_jax.core.errors import CapacityError, raise_for_objective
@@ -259,7 +259,7 @@ def _run_pairs(batch: Batch, grid_index, ids, base_seed, grow, pad_to=None, budg
         share = rows.size / ids.size
         # A configuration holding every run (any single run) takes views, not copies, of the outputs.
         rows = slice(None) if rows.size == ids.size else rows
-        name, resolved, metrics = algorithm.describe(config, tables, jax.tree.map(lambda a: a[rows], out))
+        name, resolved, metrics = describe(algorithm, config, tables, jax.tree.map(lambda a: a[rows], out))
         # Only a table sized from the parameters can be degenerate (a tree's grows with T, as asked).
         found = diagnostics.degenerate(metrics, config.horizon, resolved.get("capacity") if algorithm.grows else None)
         return RunResult.build(name, resolved, objective, ids[rows], base_seed, config.checkpoint_rounds,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -119,10 +120,16 @@ class SweepResults:
                              f"the labels of this sweep are {', '.join(map(repr, sorted(known)))}")
         return [i for i, c in enumerate(self.configs) if all(c.get(k) == v for k, v in labels.items())]
 
-    def summary(self) -> list[dict]:
-        """Per config: its labels and the final regret's mean, std, standard error and run count."""
+    def rows(self) -> list[dict]:
+        """Per config: its labels and the final regret's mean, std, standard error and run count (the
+        numbers :meth:`table` prints)."""
         return [dict(labels, mean=float(m), std=float(s), stderr=float(e), runs=int(n))
                 for labels, m, s, e, n in zip(self.configs, self.mean, self.std, self.stderr, self.count)]
+
+    def summary(self) -> list[dict]:
+        """:meth:`rows`, under its former name (deprecated: a ``summary()`` elsewhere is text)."""
+        warnings.warn("SweepResults.summary() is now rows()", DeprecationWarning, stacklevel=2)
+        return self.rows()
 
     def table(self) -> str:
         order = lambda k: (k not in LABEL_ORDER, LABEL_ORDER.index(k) if k in LABEL_ORDER else 0, k)

@@ -16,7 +16,7 @@ def check(config: FedPNEConfig, objective) -> None:
 ALGORITHM = Algorithm(
     name="fedpne", config_type=FedPNEConfig, make_static=plan.make_static, make_params=plan.make_params,
     run_single=engine.run_single, metrics=engine.METRICS, federated=True, check=check, tables=plan.tables,
-    grow=plan.grow, report=engine.report,
+    grow=plan.grow, describe=engine.describe,
     styles=(("fedpne", Style("Fed-PNE", "#d62728", "o")), ("dp-fedpne", Style("Fed-PNE (DP)", "#ff7f0e", "D"))))
 
 __all__ = ["ALGORITHM", "FedPNEConfig"]

@@ -65,11 +65,11 @@ def run_keys(key):
 METRICS = ("phases", "uploads", "depth", "recommendation", "max_active") + checkpoints.MEASURES
 
 
-def report(config: FedPNEConfig, sizes: Tables, out: Outputs) -> tuple[str, dict, dict]:
+def describe(config: FedPNEConfig, tables: Tables, out: Outputs) -> tuple[str, dict, dict]:
     """(result name, resolved config, per-seed metrics) of one configuration's stacked outputs.
     Uploads are counted per client by the engine and reported over all M clients."""
     resolved = config.resolved()
-    resolved.update(capacity=sizes.capacity, depth_limit=sizes.depth)
+    resolved.update(capacity=tables.capacity, depth_limit=tables.depth)
     metrics = dict(phases=np.asarray(out.phases, np.int64),
                    uploads=np.asarray(out.uploads, np.int64) * config.num_clients,
                    depth=np.asarray(out.depth, np.int64),
@@ -89,18 +89,18 @@ def evaluation_run(config: FedPNEConfig, objective, seeds: int = 1, base_seed: i
     last call.  ``eval_block`` overrides the rows evaluated per trip (0: every row of the table at every
     evaluation call, the closed-form path).
     Returns dict(outputs, compile_seconds, run_seconds, eval_block, capacity) and evaluation.counts's keys."""
-    sizes = plan.tables([config])
+    tables = plan.tables([config])
     ids = np.arange(seeds, dtype=np.int64)
     while True:
-        static = plan.make_static(config, objective, sizes)
+        static = plan.make_static(config, objective, tables)
         if eval_block is not None:
             static = dataclasses.replace(static, eval_block=eval_block)
-        out, compile_s, run_s = executor.execute(run_single, static, plan.make_params(config, sizes), objective,
+        out, compile_s, run_s = executor.execute(run_single, static, plan.make_params(config, tables), objective,
                                                  base_seed, ids)
         raise_for_objective(objective, out.flags, ids)
         failed = out.flags != 0
         if not failed.any():
             break
-        sizes = plan.grow(sizes, out._make(a[failed] for a in out), True, ids[failed])
+        tables = plan.grow(tables, out._make(a[failed] for a in out), True, ids[failed])
     return dict(outputs=out, compile_seconds=compile_s, run_seconds=run_s, eval_block=static.eval_block,
-                capacity=sizes.capacity, **evaluation.counts(out.evaluations, config.num_clients, sizes.capacity))
+                capacity=tables.capacity, **evaluation.counts(out.evaluations, config.num_clients, tables.capacity))

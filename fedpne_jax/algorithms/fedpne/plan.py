@@ -130,12 +130,12 @@ def tables(configs) -> Tables:
     return Tables(capacity=max(p.initial_capacity for p in plans), depth=max(p.depth_limit for p in plans))
 
 
-def grow(sizes: Tables, failed, allowed: bool, seeds) -> Tables:
-    """Larger tables for the runs ``failed`` (their outputs) that overflowed ``sizes``.
+def grow(tables: Tables, failed, allowed: bool, seeds) -> Tables:
+    """Larger tables for the runs ``failed`` (their outputs) that overflowed ``tables``.
 
     Depth tables double; a node table grows past the largest demand seen, with room for the phases
     after it, or CapacityError when growing is not ``allowed`` or the table is at MAX_CAPACITY."""
-    capacity, depth = sizes
+    capacity, depth = tables
     if np.any(failed.flags & FLAG_DEPTH):
         depth *= 2
     if np.any(failed.flags & FLAG_CAPACITY):
@@ -150,9 +150,9 @@ def grow(sizes: Tables, failed, allowed: bool, seeds) -> Tables:
     return Tables(capacity, depth)
 
 
-def make_params(config: FedPNEConfig, sizes: Tables) -> Params:
-    """Tables for depths 0..sizes.depth (at least the depth limit of every config in a batch)."""
-    depth = sizes.depth
+def make_params(config: FedPNEConfig, tables: Tables) -> Params:
+    """Tables for depths 0..tables.depth (at least the depth limit of every config in a batch)."""
+    depth = tables.depth
     taus = [plan(config).tau(h) for h in range(depth + 1)]
     n = [n_from_tau(t, config) for t in taus]
     M, L = config.num_clients, config.log_term
@@ -196,10 +196,10 @@ class Static:
         return np.dtype(self.real)
 
 
-def make_static(config: FedPNEConfig, objective, sizes: Tables | None) -> Static:
-    """``sizes`` None: the static with the table sizes left out (capacity 1, depth 0), which is what
+def make_static(config: FedPNEConfig, objective, tables: Tables | None) -> Static:
+    """``tables`` None: the static with the table sizes left out (capacity 1, depth 0), which is what
     configurations must share to run as one grid."""
-    capacity, depth = sizes if sizes is not None else (1, 0)
+    capacity, depth = tables if tables is not None else (1, 0)
     digits = digits_per_word(config.k)
     split_dims = longest_dims(objective.lo, objective.hi, config.k, depth) if config.split == "longest" else ()
     return Static(

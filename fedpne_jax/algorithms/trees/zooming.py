@@ -101,17 +101,17 @@ class Tables(NamedTuple):
     cells: int
 
 
-def tables(configs) -> Tables:
+def initial_tables(configs) -> Tables:
     return Tables(arms=min(START_ARMS, max(c.arms for c in configs)),
                   cells=min(START_CELLS, max(c.capacity for c in configs)))
 
 
-def grow(sizes: Tables, failed, allowed: bool, seeds) -> Tables:
-    """Four times the arms and cells for the runs ``failed`` that outgrew ``sizes``."""
+def grow(tables: Tables, failed, allowed: bool, seeds) -> Tables:
+    """Four times the arms and cells for the runs ``failed`` that outgrew ``tables``."""
     if not allowed:
-        raise CapacityError(f"Zooming's tables ({sizes.arms} arms, {sizes.cells} cells) overflowed in {len(seeds)} "
+        raise CapacityError(f"Zooming's tables ({tables.arms} arms, {tables.cells} cells) overflowed in {len(seeds)} "
                             f"seed(s) (e.g. seed {int(seeds[0])}); rerun with grow=True")
-    return Tables(arms=4 * sizes.arms, cells=4 * sizes.cells)
+    return Tables(arms=4 * tables.arms, cells=4 * tables.cells)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,10 +124,10 @@ class ZoomingParams(NamedTuple):
     noise_scale: np.ndarray  # ()
 
 
-def make_static(config: ZoomingConfig, objective, sizes: Tables | None = None) -> ZoomingStatic:
-    sizes = sizes or tables([config])
-    return tree.make_static(config, objective, min(sizes.cells, config.capacity), config.height, cls=ZoomingStatic,
-                            arms=min(sizes.arms, config.arms))
+def make_static(config: ZoomingConfig, objective, tables: Tables | None = None) -> ZoomingStatic:
+    tables = tables or initial_tables([config])
+    return tree.make_static(config, objective, min(tables.cells, config.capacity), config.height, cls=ZoomingStatic,
+                            arms=min(tables.arms, config.arms))
 
 
 def make_params(config: ZoomingConfig, tables=None) -> ZoomingParams:
@@ -253,5 +253,5 @@ POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, root_expand
 
 
 ALGORITHM = dataclasses.replace(tree.algorithm("zooming", ZoomingConfig, make_static, make_params, POLICY,
-                                               Style("Zooming", "#6baed6", "2")), tables=tables, grow=grow)
+                                               Style("Zooming", "#6baed6", "2")), tables=initial_tables, grow=grow)
 run_single = ALGORITHM.run_single
