@@ -76,6 +76,41 @@ def _sharded_batch(run_single, static, mesh, params, objective, base_seed, seed_
 _jitted = jax.jit(batch, static_argnums=(0, 1))
 _jitted_sharded = jax.jit(_sharded_batch, static_argnums=(0, 1, 2))
 _compiled: dict = {}
+# LLVM maps every compiled program's code into the process (about 360 mappings for a small Fed-PNE
+# program, more for one that trains a model), and Linux ends a process that asks for more than
+# vm.max_map_count mappings (65,530 by default): a full `fedpne reproduce all` compiled about 200
+# programs in one process and died with "LLVM compilation error: Cannot allocate memory".  So the
+# programs are dropped once the process holds half that many mappings (or MAX_PROGRAMS of them where
+# mappings cannot be counted); a later call with a dropped shape compiles it again.
+MAX_PROGRAMS = 128
+
+
+def _mappings() -> tuple[int, int] | None:
+    """(memory mappings this process holds, the most it may hold), or None off Linux."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f), limit
+    except (OSError, ValueError):
+        return None
+
+
+def _room_for_programs() -> bool:
+    found = _mappings()
+    if found is None:
+        return len(_compiled) < MAX_PROGRAMS
+    held, limit = found
+    return held < limit // 2
+
+
+def drop_programs(keep=None) -> None:
+    """Forget every compiled program but ``keep`` (a signature), here and in JAX's own caches, so
+    that their code is unmapped."""
+    kept = {keep: _compiled[keep]} if keep in _compiled else {}
+    _compiled.clear()
+    jax.clear_caches()
+    _compiled.update(kept)
 
 
 def _real(static) -> str:
@@ -108,7 +143,8 @@ def _dtype(x) -> str:
 
 
 def executable(run_single, static, params, objective, base_seed, seed_ids, grid_index=None, devices=None):
-    """(AOT-compiled batch for these shapes and devices, compile seconds); compiled at most once per process."""
+    """(AOT-compiled batch for these shapes and devices, compile seconds); compiled once and kept
+    while the process has room for its code (see MAX_PROGRAMS)."""
     devices = devices or (jax.devices()[0],)
     mesh = sharding.mesh(devices) if len(devices) > 1 else None
     leaves, treedef = jax.tree.flatten((params, objective))
@@ -124,6 +160,8 @@ def executable(run_single, static, params, objective, base_seed, seed_ids, grid_
                                             grid_index)
         _compiled[signature] = (lowered.compile(), time.perf_counter() - start)
         _COMPILE_SECONDS[0] += _compiled[signature][1]
+        if not _room_for_programs():
+            drop_programs(keep=signature)
         return _compiled[signature]
     return _compiled[signature][0], 0.0
 
