@@ -80,8 +80,9 @@ _compiled: dict = {}
 # program, more for one that trains a model), and Linux ends a process that asks for more than
 # vm.max_map_count mappings (65,530 by default): a full `fedpne reproduce all` compiled about 200
 # programs in one process and died with "LLVM compilation error: Cannot allocate memory".  So the
-# programs are dropped once the process holds half that many mappings (or MAX_PROGRAMS of them where
-# mappings cannot be counted); a later call with a dropped shape compiles it again.
+# least recently used half of the programs is dropped once the process holds three quarters of that
+# many mappings (or MAX_PROGRAMS programs where mappings cannot be counted); a later call with a
+# dropped shape compiles it again.
 MAX_PROGRAMS = 128
 
 
@@ -101,16 +102,15 @@ def _room_for_programs() -> bool:
     if found is None:
         return len(_compiled) < MAX_PROGRAMS
     held, limit = found
-    return held < limit // 2
+    return held < limit * 3 // 4
 
 
-def drop_programs(keep=None) -> None:
-    """Forget every compiled program but ``keep`` (a signature), here and in JAX's own caches, so
-    that their code is unmapped."""
-    kept = {keep: _compiled[keep]} if keep in _compiled else {}
-    _compiled.clear()
+def drop_programs(keep: int = 0) -> None:
+    """Forget all but the ``keep`` most recently used compiled programs, here and in JAX's own
+    caches, so that the others' code is unmapped."""
+    for signature in list(_compiled)[: max(0, len(_compiled) - keep)]:
+        del _compiled[signature]
     jax.clear_caches()
-    _compiled.update(kept)
 
 
 def _real(static) -> str:
@@ -161,8 +161,9 @@ def executable(run_single, static, params, objective, base_seed, seed_ids, grid_
         _compiled[signature] = (lowered.compile(), time.perf_counter() - start)
         _COMPILE_SECONDS[0] += _compiled[signature][1]
         if not _room_for_programs():
-            drop_programs(keep=signature)
+            drop_programs(keep=len(_compiled) // 2)
         return _compiled[signature]
+    _compiled[signature] = _compiled.pop(signature)         # the most recently used, last
     return _compiled[signature][0], 0.0
 
 
