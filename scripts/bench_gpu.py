@@ -287,11 +287,11 @@ def correctness_table(rows: list[dict]) -> str:
 def _timed_run(config, objective, seeds: int, repeats: int, **kw) -> dict:
     """First call (compiles, sizes the table), then the best of ``repeats`` at the found capacity."""
     import fedpne_jax as fp
-    first = fp.run(config, objective, seeds=seeds, memory_gb=memory_gb(), **kw)
+    budget = memory_gb()
+    first = fp.run(config, objective, seeds=seeds, memory_gb=budget, **kw)
     if isinstance(config, fp.FedPNEConfig):
         config = config.replace(capacity=first.capacity)
-    best = min(fp.run(config, objective, seeds=seeds, memory_gb=memory_gb(), **kw).run_seconds
-               for _ in range(repeats))
+    best = harness.best_run_seconds(lambda: fp.run(config, objective, seeds=seeds, memory_gb=budget, **kw), repeats)
     return dict(seconds=best, compile_seconds=first.compile_seconds, final_regret_mean=float(first.final_regret.mean()),
                 capacity=getattr(first, "capacity", None), device_peak_mb=device_peak_mb())
 
