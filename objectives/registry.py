@@ -483,9 +483,14 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
 
 def _shared_functions(name: str, names) -> tuple:
     """The sorted BBOB function numbers of ``shared_with`` (see :func:`make_objective`)."""
-    if isinstance(names, str) or not all(isinstance(n, str) for n in _iterable(names)):
+    try:
+        # Listed once: an iterator read twice would be empty the second time.
+        listed = None if isinstance(names, str) else list(names)
+    except TypeError:
+        listed = None
+    if listed is None or not all(isinstance(n, str) for n in listed):
         raise ValueError(f"shared_with must be a list of BBOB objective names, got {names!r}")
-    names = list(names)
+    names = listed
     numbers = set()
     for other in names + [name]:
         s = spec(other)
@@ -497,9 +502,3 @@ def _shared_functions(name: str, names) -> tuple:
         raise ValueError(f"shared_with must name the objective itself, {name!r}, got {names!r}")
     return tuple(sorted(numbers))
 
-
-def _iterable(value) -> list:
-    try:
-        return list(value)
-    except TypeError:
-        return [None]

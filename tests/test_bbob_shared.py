@@ -45,6 +45,9 @@ def test_objectives_that_differ_in_function_and_name_have_one_structure():
     assert jax.tree.map(lambda leaf: leaf, b).name == "bbob-f21"
     alone = objectives.make_objective("bbob-f1", 2, dim=3)
     assert jax.tree_util.tree_structure(alone) != jax.tree_util.tree_structure(a)
+    # any iterable of names, read once
+    c = objectives.make_objective("bbob-f1", 2, dim=3, shared_with=iter(names))
+    assert jax.tree_util.tree_structure(c) == jax.tree_util.tree_structure(a)
 
 
 def test_a_sweep_that_shares_programs_compiles_once_per_algorithm_and_dimension(tmp_path):
@@ -85,6 +88,7 @@ def test_share_programs_must_be_a_boolean(tmp_path):
     ("garland", ("garland",), "applies to the BBOB objectives"),
     ("bbob-f1", "bbob-f1", "must be a list of BBOB objective names"),
     ("bbob-f1", (1, 2), "must be a list of BBOB objective names"),
+    ("bbob-f1", 3, "must be a list of BBOB objective names"),
     ("bbob-f1", ("bbob-f1", "bbob-f25"), "function number"),
 ])
 def test_bad_shared_with_is_refused_by_name(name, shared_with, match):
