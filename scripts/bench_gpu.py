@@ -82,8 +82,10 @@ def memory_gb() -> float:
 
 def machine() -> dict:
     import jax
-    info = dict(jax=jax.__version__, devices=[str(d) for d in jax.devices()], backend=jax.default_backend(),
-                python=platform.python_version(), processor=_processor())
+
+    from fedpne_jax.core.result import versions
+    info = dict(versions(), devices=[str(d) for d in jax.devices()], backend=jax.default_backend(),
+                processor=_processor())
     try:
         info["nvidia_smi"] = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version,clocks.sm,"
                                              "clocks.max.sm", "--format=csv,noheader"], capture_output=True,
