@@ -4,7 +4,7 @@ expanded (greedy "expand the best leaf", DOO without its delta).  Against a plai
 the same rule: the exact cells it picks (1-D, 2-D longest-side and random splits), the regret book
 against NumPy cumulative sums at the checkpoint rounds, the capacity overflow flag (of expand and
 of T-HOO's fused path update), the refresh schedule, parallel instances against separate runs, and
-the table primitives (best_leaf's ties and mask, expand's one scatter, the tournament of leaves
+the table primitives (last_max and best_leaf's ties and mask, expand's one scatter, the tournament of leaves
 against an argmax)."""
 import dataclasses
 from fractions import Fraction
@@ -231,6 +231,32 @@ def test_best_leaf_breaks_ties_towards_the_last_row_and_honours_its_mask():
     assert [int(v) for v in tree.best_leaf(spec, table, score, depth == 2)] == [3, 5]
     assert [int(v) for v in tree.best_leaf(spec, table, score, depth == 1)] == [2, 5]
     assert int(tree.best_leaf(spec, table, score, depth == 3)[0]) == -1
+
+
+def _numpy_last_max(score, where):
+    rows = np.flatnonzero(where)
+    if rows.size == 0:
+        return -1, -np.inf
+    top = score[rows].max()
+    return int(rows[score[rows] == top][-1]), top
+
+
+def test_last_max_is_the_last_largest_masked_row_at_every_size():
+    """Powers of two and sizes between, values drawn from a few levels so that ties are common,
+    random masks, one all-masked case and -inf scores; under vmap as the policies call it."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 5, 8, 13, 31, 33, 64, 70):
+        score = rng.choice(np.array([-np.inf, -1.0, 0.0, 0.5, 2.0], np.float32), size=(6, n))
+        where = rng.random((6, n)) < 0.7
+        where[0] = False
+        rows, tops = jax.jit(jax.vmap(tree.last_max))(jnp.asarray(score), jnp.asarray(where))
+        for i in range(6):
+            row, top = _numpy_last_max(score[i], where[i])
+            assert int(rows[i]) == row, (n, i)
+            if row >= 0:
+                assert float(tops[i]) == top
+    row, top = tree.last_max(jnp.asarray([3.0, 1.0, 3.0]))                     # no mask
+    assert int(row) == 2 and float(top) == 3.0
 
 
 def test_expand_writes_the_children_and_the_callers_row_in_one_scatter():

@@ -15,9 +15,9 @@ says so), regret per evaluation.  Parameters PyXAB's: ``nu`` (1), ``rho`` (0.9).
   it), and the other child's centre becomes a new arm when the point lies outside it.
 * The recommendation is the arm the next round would pull (PyXAB's ``get_last_point``).
 
-The argmax of the indices is a :class:`tree.Tournament` over the arms: a round changes two leaves
-(the pulled arm, a new arm), O(log arms), and the phase change, on rounds that only the schedule
-decides, recomputes every index under a branch that other rounds do not pay for.  The node table is
+Each round recomputes every arm's index (A of them, elementwise) and takes the last largest with
+:func:`tree.last_max`: at A = 64 that is a quarter of the cost of keeping a tournament up to date for
+the two leaves a round changes, and it needs no branch for the phase changes.  The node table is
 the partition (its size and depth are the run's ``nodes`` and ``depth``); the arms are arrays beside
 it.  Both start small (START_ARMS arms, START_CELLS cells) and grow fourfold for the runs that
 outgrow them (their numbers do not depend on the sizes), up to what the host's bound allows: a
@@ -142,7 +142,7 @@ class Arms(NamedTuple):
     pulls: jax.Array         # (A,) int32
     mean: jax.Array          # (A,)
     count: jax.Array         # () int32 arms made
-    best: tree.Tournament    # the indices' argmax
+    score: jax.Array         # (A,) the indices, -inf past ``count``
 
 
 class Choice(NamedTuple):
@@ -159,30 +159,6 @@ def _index(mean, pulls, phase):
     return mean + 2 * bonus, bonus
 
 
-def _spec(static: ZoomingStatic) -> tree.TreeSpec:
-    """The tournament's: one leaf per arm."""
-    return dataclasses.replace(static.tree, capacity=static.arms)
-
-
-def _rebuild(spec: tree.TreeSpec, scores) -> tree.Tournament:
-    """A tournament over ``scores`` (the last row wins ties), built level by level."""
-    p = 1 << max(0, (spec.capacity - 1).bit_length())
-    value = jnp.full((p,), -jnp.inf, spec.dtype).at[:scores.shape[0]].set(scores)
-    row = jnp.arange(p, dtype=jnp.int32)
-    values, rows = [value], [row]
-    while value.shape[0] > 1:
-        left, right = value[0::2], value[1::2]
-        take_right = right >= left
-        row = jnp.where(take_right, row[1::2], row[0::2])
-        value = jnp.where(take_right, right, left)
-        values.append(value)
-        rows.append(row)
-    # Node i of level k (size p >> k) is heap node (p >> k) + i; heap node 0 is unused.
-    value = jnp.concatenate([jnp.full((1,), -jnp.inf, spec.dtype)] + values[::-1])
-    row = jnp.concatenate([jnp.zeros((1,), jnp.int32)] + rows[::-1])
-    return tree.Tournament(jnp.stack([tree.as_bits(spec, value), row.astype(spec.itype)], 1))
-
-
 def _init(static: ZoomingStatic, params, table, key) -> Arms:
     spec = static.tree
     A = static.arms
@@ -191,17 +167,17 @@ def _init(static: ZoomingStatic, params, table, key) -> Arms:
     mean = jnp.zeros((A,), spec.dtype)
     scores = jnp.where(jnp.arange(A) < 2, _index(mean, pulls, _phase(0))[0], -jnp.inf)
     return Arms(point=point, cell=jnp.zeros((A,), jnp.int32).at[:2].set(jnp.arange(1, 3, dtype=jnp.int32)),
-                pulls=pulls, mean=mean, count=jnp.int32(2), best=_rebuild(_spec(static), scores))
+                pulls=pulls, mean=mean, count=jnp.int32(2), score=scores)
 
 
 def _select(static: ZoomingStatic, params, table, arms: Arms, t):
-    arm = arms.best.nodes[1, 1].astype(jnp.int32)
+    arm = tree.last_max(arms.score)[0]
     return Choice(arm), arms.point[arm]
 
 
 def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, last: tree.Last, t, active):
     """Credit round t's reward to its arm, split its cell if its confidence is below the cell's
-    smoothness, and update the tournament (every index when the phase changes)."""
+    smoothness, and recompute the indices."""
     spec = static.tree
     a = last.choice.arm
     n = arms.pulls[a]
@@ -233,20 +209,9 @@ def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, las
         point=arms.point.at[at].set(jnp.where(new, new_point, arms.point[at])),
         count=arms.count + new.astype(jnp.int32))
     overflow = overflow | (new & (arms.count > static.arms))      # the new arm had no row
-    tspec = _spec(static)
-    changes = (phase != _phase(t - 1)) & active
-
-    def everything(arms):
-        scores = _index(arms.mean, arms.pulls, phase)[0]
-        return _rebuild(tspec, jnp.where(jnp.arange(static.arms) < arms.count, scores, -jnp.inf))
-
-    def two(arms):
-        best, _ = tree.tournament_pop(tspec, arms.best, a, index, active)
-        best, _ = tree.tournament_pop(tspec, best, at, _index(jnp.zeros((), spec.dtype), jnp.int32(0), phase)[0], new)
-        return best
-
-    # The predicate is a function of the round only: a branch in every run of a batch.
-    return table, arms._replace(best=jax.lax.cond(changes, everything, two, arms)), overflow
+    rows = jnp.arange(static.arms, dtype=jnp.int32)
+    score = jnp.where(rows < arms.count, _index(arms.mean, arms.pulls, phase)[0], -jnp.inf)
+    return table, arms._replace(score=score), overflow
 
 
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, root_expanded=True)
