@@ -28,10 +28,11 @@ Cost.  The leaf to expand at depth h is the better of two candidates kept in ``e
 not yet expanded of depth h's leaves in the last sort of the leaves (every :data:`REBUILD` rounds,
 one sort of the table by depth, value and row; the leaf expanded at a depth is always its best, so
 the expanded ones are the first of their depth), and the best of the leaves evaluated since.  A
-round costs O(height + REBUILD) elementwise plus a sort of the table every REBUILD rounds; an argmax
-over the table per sweep step would make a run O(T^2 height).  XLA's CPU sort of (depth, value, row)
-costs about 0.35 us a row, which bounds a run at T = 10^4: 100 seeds take about 10 s on two cores
-(1e5 pulls/s), against 0.27 s for the rounds without the sorts.
+round costs O(height + REBUILD) elementwise plus, every REBUILD rounds, a sort of the rows made so
+far (in a power-of-two window); an argmax over the table per sweep step would make a run
+O(T^2 height).  XLA's CPU sort of (depth, value, row) costs about 0.35 us a row, which bounds a run
+at T = 10^4: 1,000 seeds take 79 s on two cores (103 s when every rebuild sorted the whole table),
+against about 3 s for the rounds without the sorts.
 """
 from __future__ import annotations
 
@@ -145,20 +146,43 @@ def _best_new_slot(lists: Lists, depth):
     return jnp.max(jnp.where(mine & (lists.new_row == row), slots, -1))
 
 
+def _windows(capacity: int) -> tuple:
+    """The sizes a rebuild sorts: REBUILD x 2^i up to the table's (rebuild k holds its rows below
+    k REBUILD - 1, so the smallest size above that is enough)."""
+    sizes = [min(REBUILD, capacity)]
+    while sizes[-1] < capacity:
+        sizes.append(min(2 * sizes[-1], capacity))
+    return tuple(sizes)
+
+
 def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
     """Every evaluated leaf sorted by depth, then value and row (best first), and the new list emptied:
     the skeleton's refresh, between the selection and the update of round t = k REBUILD, when rows
-    0 .. t - 2 hold their values (row t - 1's is the update's, which adds it to the new list)."""
+    0 .. t - 2 hold their values (row t - 1's is the update's, which adds it to the new list).  Only
+    the rows made so far are sorted, in the smallest of :func:`_windows` that holds them: the sort is
+    most of a run's cost, and over a run this sorts about a third of what the whole table would."""
     spec = static.tree
     H = spec.height + 1
     rows = table.rows
-    index = jnp.arange(spec.capacity, dtype=jnp.int32)
-    values = tree.as_float(spec, rows[:, tree.MEAN])
-    live = (rows[:, tree.CHILD] < 0) & (index < k * REBUILD - 1)
-    depth = jnp.where(live, rows[:, tree.DEPTH].astype(jnp.int32), H)
-    depth, negative, last = jax.lax.sort((depth, -values, -index), num_keys=3)
+    made = k * REBUILD - 1
+    sizes = _windows(spec.capacity)
+
+    def sort(size):
+        index = jnp.arange(size, dtype=jnp.int32)
+        values = tree.as_float(spec, rows[:size, tree.MEAN])
+        live = (rows[:size, tree.CHILD] < 0) & (index < made)
+        depth = jnp.where(live, rows[:size, tree.DEPTH].astype(jnp.int32), H)
+        depth, negative, last = jax.lax.sort((depth, -values, -index), num_keys=3)
+        pad = spec.capacity - size
+        return (jnp.concatenate([depth, jnp.full((pad,), H, jnp.int32)]),
+                jnp.concatenate([-negative, jnp.full((pad,), -jnp.inf, negative.dtype)]),
+                jnp.concatenate([-last, jnp.full((pad,), -1, jnp.int32)]))
+
+    # The branch is a function of k alone: the same in every run of a batch.
+    branch = jnp.searchsorted(jnp.asarray(sizes, jnp.int32), made).astype(jnp.int32)
+    depth, value, row = jax.lax.switch(jnp.minimum(branch, len(sizes) - 1), [lambda s=s: sort(s) for s in sizes])
     start = jnp.searchsorted(depth, jnp.arange(H + 1, dtype=jnp.int32)).astype(jnp.int32)
-    return table, lists._replace(sorted_value=-negative, sorted_row=-last, start=start,
+    return table, lists._replace(sorted_value=value, sorted_row=row, start=start,
                                  head=jnp.zeros_like(lists.head), new_row=jnp.full_like(lists.new_row, -1),
                                  new_best=jnp.full_like(lists.new_best, -1))
 
