@@ -104,3 +104,48 @@ def test_simple_regret_at_a_checkpoint_is_the_final_one_of_the_run_cut_there(nam
         np.testing.assert_array_equal(cut.simple_curve[:, -1], res.simple_curve[:, c])
         f = reference.garland(np.asarray(cut.recommendation, np.float64))
         np.testing.assert_allclose(cut.simple_curve[:, -1], objective.f_star - f, rtol=1e-4, atol=1e-6)
+
+
+def _numpy_hits(gaps, goals, hits0):
+    """First round (1-based) whose best-so-far gap is at or below each goal, rounds in order; a NaN
+    gap makes every later best-so-far NaN, which reaches nothing."""
+    hits = hits0.copy()
+    best = np.inf
+    for t, g in enumerate(gaps, start=1):
+        best = np.nan if (np.isnan(best) or np.isnan(g)) else min(best, g)
+        for i, goal in enumerate(goals):
+            if hits[i] == 0 and best <= goal:
+                hits[i] = t
+    return hits
+
+
+@pytest.mark.parametrize("nan_at", [None, 37])
+def test_settled_hits_equal_the_first_round_at_or_below_each_target(nan_at):
+    """settle_hits over blocks of any length (the loop settles a chunk, or the part of it an epoch
+    holds) gives each target's first round, as a per-round scan of the best-so-far does."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    goals = np.float32(2.0) * (10.0 ** EXPONENTS).astype(np.float32)
+    n = 16
+    for _ in range(4):
+        gaps = (10.0 ** rng.uniform(-9, 3, size=90)).astype(np.float32)
+        gaps[rng.choice(90, size=10, replace=False)] = goals[rng.integers(0, 51, size=10)]   # exactly on targets
+        if nan_at is not None:
+            gaps[nan_at] = np.nan
+        best = np.minimum.accumulate(np.where(np.isnan(gaps), -np.inf, gaps)).astype(np.float32)
+        if nan_at is not None:
+            best[nan_at:] = np.nan
+        hits = jnp.zeros(51, jnp.int32)
+        settle = jax.jit(checkpoints.settle_hits)
+        t, cuts = 1, np.sort(rng.choice(np.arange(2, 90), size=6, replace=False))
+        for stop in list(cuts) + [91]:                 # blocks t .. stop - 1, each inside one window of n
+            while t < stop:
+                start = (t - 1) // n * n + 1
+                hi = min(stop - 1, start + n - 1)
+                window = np.full(n, np.float32(-1.0))  # slots outside the block: stale, below every target
+                window[t - start:hi - start + 1] = best[t - 1:hi]
+                hits = settle(hits, jnp.asarray(window), t - start, hi - start, start, jnp.asarray(goals))
+                t = hi + 1
+        np.testing.assert_array_equal(np.asarray(hits), _numpy_hits(gaps, goals, np.zeros(51, np.int32)))

@@ -117,6 +117,27 @@ def best_step(best: Best, t, gap, goals, active=True) -> Best:
     return Best(value, hits)
 
 
+def settle_hits(hits, values, lo, hi, t0, goals):
+    """``hits`` after the rounds t0 + lo .. t0 + hi (lo <= hi, unbatched), whose best-so-far values
+    are ``values[lo .. hi]``: the first of them at or below each target not reached before.  The
+    values do not increase (until the objective gives NaN, after which they stay NaN and reach
+    nothing, as in :func:`best_step`), so a binary search per target finds it, which is what lets a
+    loop keep one value a round and settle a block of rounds at once, in place of :func:`best_step`'s
+    51 targets read and written every round.  Equal to :func:`best_step` round by round (tested)."""
+    n = values.shape[0]
+    # First j in lo..hi where the value is at or below the goal, or NaN: true from there on.
+    reached = lambda j: (values[j] <= goals) | jnp.isnan(values[j])
+    low = jnp.broadcast_to(jnp.asarray(lo, jnp.int32), goals.shape)
+    high = jnp.broadcast_to(jnp.asarray(hi, jnp.int32), goals.shape)
+    for _ in range(max(1, n.bit_length())):
+        mid = (low + high) // 2
+        go = reached(mid)
+        low, high = jnp.where(go, low, mid + 1), jnp.where(go, mid, high)
+    j = jnp.minimum(low, high)             # past a converged search, low may step beyond hi
+    hit = reached(j) & ~jnp.isnan(values[j]) & (hits == NOT_REACHED)
+    return jnp.where(hit, jnp.asarray(t0, jnp.int32) + j, hits)
+
+
 def record_best(best: Best, curve, checkpoint_rounds, t, gap, goals):
     """:func:`best_step` for round t, its value written into ``curve`` at the checkpoints equal to t
     (:func:`record`): the per-round bookkeeping of an algorithm that records its regret the same way."""

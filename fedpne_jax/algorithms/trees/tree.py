@@ -610,17 +610,19 @@ class Pull(NamedTuple):
     cursor: jax.Array     # () int32 next checkpoint to write; depends on t only (unbatched under vmap)
     flags: jax.Array
     points: jax.Array
-    best: checkpoints.Best
+    best: checkpoints.Best  # its hits settled once a block of rounds ends (:func:`settle`)
+    recent: jax.Array      # (chunk,) best-so-far regret after each round of the current chunk
     best_curve: jax.Array  # (C,) best-so-far regret, written with ``curve``
     goals: jax.Array       # (51,) the fixed targets of the best-so-far regret (checkpoints.targets)
     simple_curve: jax.Array  # (C,) simple regret, written one round late (:func:`record_simple`)
     simple_cursor: jax.Array  # () int32 next checkpoint of ``simple_curve``; depends on t only
 
 
-def start_pulls(checkpoints_: int, dim: int, trace: int, dtype, scale) -> Pull:
+def start_pulls(checkpoints_: int, dim: int, trace: int, dtype, scale, chunk: int) -> Pull:
     zeros = jnp.zeros((checkpoints_,), dtype)
     return Pull(regret=jnp.zeros((), dtype), curve=zeros, cursor=jnp.int32(0), flags=jnp.int32(0),
-                points=jnp.zeros((trace, dim), dtype), best=checkpoints.best_start(dtype), best_curve=zeros,
+                points=jnp.zeros((trace, dim), dtype), best=checkpoints.best_start(dtype),
+                recent=jnp.zeros((chunk,), dtype), best_curve=zeros,
                 goals=checkpoints.targets(scale), simple_curve=zeros, simple_cursor=jnp.int32(0))
 
 
@@ -648,7 +650,8 @@ def pull(static, params, objective, book: Pull, t, x, u, pulling):
     flags = book.flags | jnp.where(pulling, noise.value_flags(kind, f, jnp.bool_(True), f_star=objective.f_star), 0)
     gap = jnp.asarray(objective.f_star, x.dtype) - f
     regret = jnp.where(pulling, book.regret + gap, book.regret)
-    best = checkpoints.best_step(book.best, t, gap, book.goals, pulling)
+    best = book.best._replace(value=jnp.where(pulling, jnp.minimum(book.best.value, gap), book.best.value))
+    recent = jax.lax.dynamic_update_index_in_dim(book.recent, best.value, (t - 1) % book.recent.shape[0], 0)
     j, hit, cursor = checkpoints.cursor(static.checkpoint_rounds, book.cursor, t)
     curve, best_curve = checkpoints.write(book.curve, j, hit, regret), checkpoints.write(book.best_curve, j, hit,
                                                                                           best.value)
@@ -656,7 +659,14 @@ def pull(static, params, objective, book: Pull, t, x, u, pulling):
     if static.trace:
         points = jnp.where(pulling, jax.lax.dynamic_update_slice(points, x[None], (t - 1, jnp.zeros_like(t))), points)
     return r, gap, book._replace(regret=regret, curve=curve, cursor=cursor, flags=flags, points=points, best=best,
-                            best_curve=best_curve)
+                                 recent=recent, best_curve=best_curve)
+
+
+def settle(book: Pull, lo, hi, start) -> Pull:
+    """``book`` with the targets that rounds start + lo .. start + hi of a chunk reached (the loop
+    calls it once a block of rounds ends)."""
+    return book._replace(best=book.best._replace(
+        hits=checkpoints.settle_hits(book.best.hits, book.recent, lo, hi, start, book.goals)))
 
 
 # ---------------------------------------------------------------- the driver
@@ -779,7 +789,8 @@ def _chunk_uniforms(key, c, chunk: int, dtype):
     return u.reshape(chunk, 3)
 
 
-def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refresh=None, every: int = 0):
+def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refresh=None, every: int = 0,
+               settle=None):
     """Rounds t = 1..T of a tree algorithm, and the selection of round T + 1 (the recommendation).
 
     The loop body is ``update(t - 1, state, active=t > 1)`` and then ``select(t, u_t, state,
@@ -792,7 +803,8 @@ def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refr
     ``u_t``: the round's three uniforms (noise.reward's u_noise and u_gauss, and the split uniform).
     Rounds come in chunks that share one draw (:func:`_chunk_uniforms`): a run's numbers depend on
     its key alone, and the round loop holds no PRNG code (a draw per round would dominate the
-    compile time and much of the per-round cost)."""
+    compile time and much of the per-round cost).  ``settle(state, lo, hi, start)``, when given, runs
+    after each block of a chunk's rounds, start + lo .. start + hi."""
     last_round = horizon + 1
     if every:
         # Epoch e is rounds e * every + 1 .. (e + 1) * every; the refresh after it is k = e + 1.
@@ -823,7 +835,8 @@ def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refr
             start = c * chunk + 1
             u = _chunk_uniforms(key, c, chunk, dtype)
             first, stop = jnp.maximum(lo, start), jnp.minimum(hi, start + chunk - 1)
-            return jax.lax.fori_loop(first, stop + 1, lambda t, s: body(t, u[t - start], s), state)
+            state = jax.lax.fori_loop(first, stop + 1, lambda t, s: body(t, u[t - start], s), state)
+            return state if settle is None else settle(state, first - start, stop - start, start)
 
         state = jax.lax.fori_loop((lo - 1) // chunk, (hi - 1) // chunk + 1, one_chunk, state)
         if refresh is None:
@@ -864,7 +877,7 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
                 jnp.zeros((spec.dim,), spec.dtype))
     scale = checkpoints.target_scale(objective, spec.dtype)
     book = start_pulls(len(static.checkpoint_rounds), spec.dim, static.horizon if static.trace else 0, spec.dtype,
-                       scale)
+                       scale, static.chunk)
 
     def update(t, s: State, active) -> State:
         table, extra, overflow = policy.update(static, params, s.table, s.extra, s.last, t, active)
@@ -893,7 +906,8 @@ def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outpu
 
     state = run_rounds(static.horizon, static.chunk, key, spec.dtype, update, select,
                        State(table, extra, book, last, jnp.bool_(False)),
-                       refresh=None if hook is None else refresh_all, every=policy.refresh_every)
+                       refresh=None if hook is None else refresh_all, every=policy.refresh_every,
+                       settle=lambda s, lo, hi, start: s._replace(book=settle(s.book, lo, hi, start)))
     flags = state.book.flags | jnp.where(state.overflow, FLAG_CAPACITY, 0).astype(jnp.int32)
     size, height = state.table.size, state.table.height
     if static.instances > 1:
