@@ -86,11 +86,6 @@ class Schedule:
         return max(2, 2 * max(self.openings[:-1], default=1))
 
     @property
-    def most_openings(self) -> int:
-        """The most openings a reached depth makes: the entries of a sorted depth that are used."""
-        return max(self.openings, default=1)
-
-    @property
     def sort_sizes(self) -> tuple:
         """The window sizes a depth's sort may take: powers of two up to the widest depth's."""
         return tuple(1 << b for b in range(1, max(2, self.window - 1).bit_length() + 1))
@@ -191,14 +186,11 @@ def _sorted_depth(static: SequOOLStatic, table, depth, node, value, size: int):
     values = jnp.where(rows == node, value, tree.as_float(spec, means))
     values = jnp.where(jnp.arange(size) < count, -values, jnp.inf)
     _, negative_row = jax.lax.sort((values, -rows), num_keys=2)
-    keep = min(size, plan.most_openings)
-    return jnp.zeros((plan.most_openings,), jnp.int32).at[:keep].set(-negative_row[:keep])
+    return jnp.zeros((plan.sort_sizes[-1],), jnp.int32).at[:size].set(-negative_row)
 
 
 class Extra(NamedTuple):
-    # The current depth's nodes, best first, as many as a depth opens: every round's branch passes it
-    # through, and XLA copies what a branch passes (at T = 10^4, 128 entries in place of 256).
-    order: jax.Array
+    order: jax.Array         # the current depth's nodes, best first
     best: tree.RunningBest   # the recommendation (rows are evaluated in row order, once)
 
 
@@ -231,7 +223,7 @@ def _update(static: SequOOLStatic, params, table, extra: Extra, last: tree.Last,
 
 
 def _init(static: SequOOLStatic, params, table, key) -> Extra:
-    return Extra(jnp.zeros((static.schedule.most_openings,), jnp.int32), tree.running_best(static.tree.dtype))
+    return Extra(jnp.zeros((static.schedule.sort_sizes[-1],), jnp.int32), tree.running_best(static.tree.dtype))
 
 
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=tree.running_best_point, root_expanded=True)
