@@ -123,7 +123,7 @@ def settle_hits(hits, values, lo, hi, t0, goals):
     values do not increase (until the objective gives NaN, after which they stay NaN and reach
     nothing, as in :func:`best_step`), so a binary search per target finds it, which is what lets a
     loop keep one value a round and settle a block of rounds at once, in place of :func:`best_step`'s
-    51 targets read and written every round.  Equal to :func:`best_step` round by round (tested)."""
+    51 targets read and written every round.  Equal to a per-round scan (tests/test_measures.py)."""
     n = values.shape[0]
     # First j in lo..hi where the value is at or below the goal, or NaN: true from there on.
     reached = lambda j: (values[j] <= goals) | jnp.isnan(values[j])
