@@ -142,7 +142,6 @@ class Arms(NamedTuple):
     pulls: jax.Array         # (A,) int32
     mean: jax.Array          # (A,)
     count: jax.Array         # () int32 arms made
-    score: jax.Array         # (A,) the indices, -inf past ``count``
 
 
 class Choice(NamedTuple):
@@ -165,26 +164,27 @@ def _init(static: ZoomingStatic, params, table, key) -> Arms:
     point = jnp.zeros((A, spec.dim), spec.dtype).at[:2].set(tree.centre(spec, table.rows[1:3]))
     pulls = jnp.zeros((A,), jnp.int32)
     mean = jnp.zeros((A,), spec.dtype)
-    scores = jnp.where(jnp.arange(A) < 2, _index(mean, pulls, _phase(0))[0], -jnp.inf)
     return Arms(point=point, cell=jnp.zeros((A,), jnp.int32).at[:2].set(jnp.arange(1, 3, dtype=jnp.int32)),
-                pulls=pulls, mean=mean, count=jnp.int32(2), score=scores)
+                pulls=pulls, mean=mean, count=jnp.int32(2))
 
 
 def _select(static: ZoomingStatic, params, table, arms: Arms, t):
-    arm = tree.last_max(arms.score)[0]
+    """The arm of largest index after t - 1 rewards."""
+    index = _index(arms.mean, arms.pulls, _phase(t - 1))[0]
+    arm = tree.last_max(index, jnp.arange(static.arms, dtype=jnp.int32) < arms.count)[0]
     return Choice(arm), arms.point[arm]
 
 
 def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, last: tree.Last, t, active):
     """Credit round t's reward to its arm, split its cell if its confidence is below the cell's
-    smoothness, and recompute the indices."""
+    smoothness."""
     spec = static.tree
     a = last.choice.arm
     n = arms.pulls[a]
     mean = (no_contraction(arms.mean[a] * n.astype(spec.dtype)) + last.reward) / (n + 1).astype(spec.dtype)
     n = n + 1
     phase = _phase(t)
-    index, bonus = _index(mean, n, phase)
+    bonus = _index(mean, n, phase)[1]
     cell = arms.cell[a]
     cell_row = table.rows[cell]
     split = active & (bonus <= params.smooth[jnp.minimum(cell_row[tree.DEPTH].astype(jnp.int32),
@@ -209,9 +209,7 @@ def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, las
         point=arms.point.at[at].set(jnp.where(new, new_point, arms.point[at])),
         count=arms.count + new.astype(jnp.int32))
     overflow = overflow | (new & (arms.count > static.arms))      # the new arm had no row
-    rows = jnp.arange(static.arms, dtype=jnp.int32)
-    score = jnp.where(rows < arms.count, _index(arms.mean, arms.pulls, phase)[0], -jnp.inf)
-    return table, arms._replace(score=score), overflow
+    return table, arms, overflow
 
 
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, root_expanded=True)
