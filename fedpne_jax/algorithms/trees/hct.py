@@ -219,7 +219,7 @@ def _u_fn(params: HCTParams, k):
 
 def _stop_rule(static: HCTStatic, params: HCTParams, t):
     tau = params.tau[_epoch(t)]
-    return lambda count, depth: count >= tau[depth]
+    return lambda count, node, depth: count >= tau[depth]
 
 
 def _update(static: HCTStatic, params: HCTParams, table, pending: Pending, last: tree.Last, t, active):

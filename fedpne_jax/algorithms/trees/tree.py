@@ -431,14 +431,14 @@ def tournament_pop(spec: TreeSpec, tour: Tournament, row, value, do=True, take=F
 
 def descend(spec: TreeSpec, table: Table, go_on):
     """Follow the child with the larger B from the root while the node has children and
-    ``go_on(count, depth)`` holds; the upper child wins ties (PyXAB keeps the last child whose B is >=
-    the best so far).  Returns (node, its row, path, length): path[0:length] are the rows root..node,
-    so a path row's depth is its index."""
+    ``go_on(count, node, depth)`` holds; the upper child wins ties (PyXAB keeps the last child whose B
+    is >= the best so far).  Returns (node, its row, path, length): path[0:length] are the rows
+    root..node, so a path row's depth is its index."""
     rows = table.rows
 
     def cond(state):
-        _, i, _, row = state
-        return (row[CHILD] >= 0) & go_on(row[COUNT], i)
+        v, i, _, row = state
+        return (row[CHILD] >= 0) & go_on(row[COUNT], v, i)
 
     def head(v):
         return jax.lax.dynamic_slice(rows, (v, jnp.zeros_like(v)), (1, DESCENT))[0]
@@ -462,10 +462,10 @@ class Descent(NamedTuple):
 
 
 def descent(stop_rule: Optional[Callable] = None) -> Callable:
-    """A ``select`` hook: descend by B while ``stop_rule(static, params, t)(count, depth)`` holds (to a
+    """A ``select`` hook: descend by B while ``stop_rule(static, params, t)(count, node, depth)`` holds (to a
     leaf when None) and evaluate the centre of the node reached."""
     def select(static, params, table, extra, t):
-        go_on = (lambda count, depth: jnp.bool_(True)) if stop_rule is None else stop_rule(static, params, t)
+        go_on = (lambda count, node, depth: jnp.bool_(True)) if stop_rule is None else stop_rule(static, params, t)
         node, row, path, length = descend(static.tree, table, go_on)
         return Descent(node, path, length), centre(static.tree, row)
     return select

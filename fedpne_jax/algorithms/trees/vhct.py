@@ -60,10 +60,10 @@ visited node's tau from its count and M2 (one gather of M2 per step), so no thre
 round costs O(depth): the descent, one path gather and scatter (tree.update_path), one M2 gather and
 scatter (the pulled node's count and mean come with the selection's choice, not from the table); the
 refresh of all U and B (O(capacity x height)) runs on the log2(T) + 1 powers of two, between loop
-bodies.  tree.descend's stop rule sees a node's count and depth only, so the descent here is its
-copy with the row index added.  On Garland at T = 10^4, 100 seeds on two CPU cores take about twice
-HCT's time (4.4 s against 2.3 s; a deeper tree: height bound 16 against 9, 863 rows against 209), and
-under ``pyxab`` 2.3 times that again (13,339 rows, which the refreshes sweep).
+bodies (tree.descend, whose stop rule sees the node's row index).  On Garland at T = 10^4, 100
+seeds on two CPU cores take about twice HCT's time (4.4 s against 2.3 s; a deeper tree: height
+bound 16 against 9, 863 rows against 209), and under ``pyxab`` 2.3 times that again (13,339 rows,
+which the refreshes sweep).
 
 Capacity.  A leaf of depth h is expanded only after tau_{h,i} >= tau_h^- pulls of its own, where
 tau_h^- = ceil(3 b c^2 L(t+ = 1) rho^(-h) / nu) bounds tau_{h,i} from below for any V >= 0 and t
@@ -285,28 +285,6 @@ def _u_fn(params: VHCTParams, k, var):
     return u
 
 
-def _descend(spec: tree.TreeSpec, table: tree.Table, go_on):
-    """tree.descend with the row in the stop rule: ``go_on(count, row, depth)``."""
-    rows = table.rows
-
-    def cond(state):
-        v, i, _, row = state
-        return (row[tree.CHILD] >= 0) & go_on(row[tree.COUNT], v, i)
-
-    def head(v):
-        return jax.lax.dynamic_slice(rows, (v, jnp.zeros_like(v)), (1, tree.DESCENT))[0]
-
-    def body(state):
-        _, i, path, row = state
-        b = tree.as_float(spec, row[tree.B0:tree.B1 + 1])
-        w = (row[tree.CHILD] + (b[1] >= b[0])).astype(jnp.int32)
-        return w, i + 1, path.at[i + 1].set(w, mode="drop"), head(w)
-
-    init = (jnp.int32(0), jnp.int32(0), jnp.zeros((spec.height + 1,), jnp.int32), head(0))
-    v, i, path, _ = jax.lax.while_loop(cond, body, init)
-    return v, rows[v], path, i + 1
-
-
 def _select(static: VHCTStatic, params: VHCTParams, table, stats: Stats, t):
     spec = static.tree
     k = hct._epoch(t)
@@ -314,7 +292,7 @@ def _select(static: VHCTStatic, params: VHCTParams, table, stats: Stats, t):
     def tau(count, v, depth):
         return _tau(static, params, k, _variance(params, stats.m2[v], count), depth)
 
-    node, row, path, length = _descend(spec, table, lambda count, v, depth: count >= tau(count, v, depth))
+    node, row, path, length = tree.descend(spec, table, lambda count, v, depth: count >= tau(count, v, depth))
     stop = tau(row[tree.COUNT], node, length - 1) if static.pyxab else jnp.int32(0)
     return Choice(node, path, length, row, stop), tree.centre(spec, row)
 
