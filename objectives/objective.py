@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import inspect
 from typing import Any, Callable
@@ -163,7 +164,7 @@ class Objective:
         """Global objective f at points of shape (..., D); returns shape (...)."""
         x = self._check_points(x)
         flat = x.reshape(-1, self.dim)
-        out = jax.vmap(lambda p: self.global_fn(self.data, p))(flat)
+        out = jax.vmap(lambda p: _traced_once(self.global_fn, self.data, p))(flat)
         return out.reshape(x.shape[:-1])
 
     def local_values(self, x) -> jax.Array:
@@ -171,17 +172,26 @@ class Objective:
         x = self._check_points(x)
         flat = x.reshape(-1, self.dim)
         clients = jnp.arange(self.num_clients, dtype=jnp.int32)
-        per_point = lambda p: jax.vmap(lambda m: self.local_fn(self.data, p, m))(clients)
+        per_point = lambda p: jax.vmap(lambda m: _traced_once(self.local_fn, self.data, p, m))(clients)
         out = jax.vmap(per_point)(flat)
         return out.reshape(x.shape[:-1] + (self.num_clients,))
 
     def local(self, x, m) -> jax.Array:
         """Client m's local objective at one point x of shape (D,) (traceable; used by the engine)."""
-        return self.local_fn(self.data, x, m)
+        return _traced_once(self.local_fn, self.data, x, m)
 
     def global_value(self, x) -> jax.Array:
         """The global objective at one point x of shape (D,) (traceable; used by the engine)."""
-        return self.global_fn(self.data, x)
+        return _traced_once(self.global_fn, self.data, x)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _traced_once(fn, *args):
+    """``fn(*args)``, traced once per function and argument shapes however many sites of a program
+    call it: an objective that trains a model is hundreds of thousands of operations, and tracing
+    it again at every site was half of the tracing of such a program.  XLA inlines the call, so
+    the program is the one the sites would make alone."""
+    return fn(*args)
 
 
 _STATIC = ("name", "lo", "hi", "num_clients", "global_fn", "local_fn")

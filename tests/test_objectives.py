@@ -76,3 +76,24 @@ def test_dimension_of_ackley_and_rastrigin():
         obj = objectives.make_objective(name, 2, dim=5)
         assert obj.dim == 5 and obj.lo == (-1.0,) * 5
         assert float(obj.value(jnp.zeros(5))) == 0.0
+
+
+
+def test_an_objective_is_traced_once_however_many_sites_call_it():
+    import fedpne_jax as fp
+
+    traced = []
+
+    def f(data, x, m=None):
+        traced.append(1)
+        return jnp.sum(jnp.sin(3 * x)) * data
+
+    obj = objectives.Objective("counted", (0.0, 0.0), (1.0, 1.0), 2.0, 1, f, f, jnp.float32(1.0))
+    traced.clear()
+    # HCT evaluates the objective at three sites: the pull, the recommendation at a checkpoint and
+    # the first point (the regret before any pull).
+    res = fp.run(fp.make_config("hct", horizon=64, checkpoints=4), obj, seeds=3)
+    assert len(traced) == 1
+    x = np.asarray(res.metrics["recommendation"], np.float64)
+    np.testing.assert_allclose(np.asarray(res.metrics["simple_curve"])[:, -1], 2.0 - np.sin(3 * x).sum(-1),
+                               rtol=1e-5)
