@@ -129,10 +129,15 @@ def settle_hits(hits, values, lo, hi, t0, goals):
     reached = lambda j: (values[j] <= goals) | jnp.isnan(values[j])
     low = jnp.broadcast_to(jnp.asarray(lo, jnp.int32), goals.shape)
     high = jnp.broadcast_to(jnp.asarray(hi, jnp.int32), goals.shape)
-    for _ in range(max(1, n.bit_length())):
+
+    def halve(_, bounds):
+        low, high = bounds
         mid = (low + high) // 2
         go = reached(mid)
-        low, high = jnp.where(go, low, mid + 1), jnp.where(go, mid, high)
+        return jnp.where(go, low, mid + 1), jnp.where(go, mid, high)
+
+    # A rolled loop: unrolled, its steps were a seventh of a tree program's kernels, each compiled apart.
+    low, high = jax.lax.fori_loop(0, max(1, n.bit_length()), halve, (low, high))
     j = jnp.minimum(low, high)             # past a converged search, low may step beyond hi
     hit = reached(j) & ~jnp.isnan(values[j]) & (hits == NOT_REACHED)
     return jnp.where(hit, jnp.asarray(t0, jnp.int32) + j, hits)
