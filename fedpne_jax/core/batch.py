@@ -64,7 +64,8 @@ class Batch:
         into), the result's 8-byte copies of them (curves and metrics become float64 / int64) and its
         seed and grid indices.  From the outputs' shapes, traced, not compiled."""
         shapes = executor.output_shapes(self.algorithm.run_single, self.static,
-                                        self.algorithm.make_params(self.configs[0], self.tables), self.objective)
+                                        self.algorithm.make_params(self.configs[0], self.tables), self.objective,
+                                        self.devices)
         return sum(math.prod(s.shape) * (s.dtype.itemsize + 8) for s in jax.tree.leaves(shapes)) + 16
 
 

@@ -49,28 +49,41 @@ def compile_seconds() -> float:
     return _COMPILE_SECONDS[0]
 
 
-def batch(run_single: Callable, static, params, objective, base_seed, seed_ids, grid_index=None):
-    """``run_single`` for every seed of ``seed_ids``, vmapped; with ``grid_index``, run j reads grid
-    point ``grid_index[j]`` of the stacked ``params``."""
+# One run, traced once per (run_single, static, argument shapes): output_shapes' trace is the one the
+# batched program vmaps (XLA inlines the call, so the program is unchanged), instead of a second trace
+# of the whole run for every program compiled.
+_one_run = jax.jit(lambda run_single, static, params, objective, key: run_single(static, params, objective, key),
+                   static_argnums=(0, 1))
+
+
+# The runs' keys as uint32 words, derived in a program of their own that every algorithm's shares:
+# inside each program, the key derivation's hash was about a fourteenth of its compile time.
+_seed_words = jax.jit(jax.vmap(lambda base_seed, i: jax.random.key_data(seed_key(base_seed, i)), in_axes=(None, 0)))
+
+
+def batch(run_single: Callable, static, params, objective, seed_words, grid_index=None):
+    """``run_single`` for every run, run j with the key of words ``seed_words[j]`` (see
+    :func:`seed_key`), vmapped; with ``grid_index``, run j reads grid point ``grid_index[j]`` of the
+    stacked ``params``."""
     _TRACES[0] += 1
-    keys = jax.vmap(lambda i: seed_key(base_seed, i))(seed_ids)
+    keys = jax.random.wrap_key_data(seed_words)
     if grid_index is None:
-        return jax.vmap(run_single, in_axes=(None, None, None, 0))(static, params, objective, keys)
+        return jax.vmap(lambda key: _one_run(run_single, static, params, objective, key))(keys)
 
     def one(g, key):
-        return run_single(static, jax.tree.map(lambda p: p[g], params), objective, key)
+        return _one_run(run_single, static, jax.tree.map(lambda p: p[g], params), objective, key)
 
     return jax.vmap(one)(grid_index, keys)
 
 
-def _sharded_batch(run_single, static, mesh, params, objective, base_seed, seed_ids, grid_index):
+def _sharded_batch(run_single, static, mesh, params, objective, seed_words, grid_index):
     """``batch`` with the run axis split over ``mesh``: each device runs the plain vmapped program on
     its block.  check_vma=False: run states start from constants, which shard_map would otherwise
     reject as unvarying loop carries."""
     runs, whole = PartitionSpec(sharding.AXIS), PartitionSpec()
-    local = lambda p, o, b, ids, g: batch(run_single, static, p, o, b, ids, g)
-    return jax.shard_map(local, mesh=mesh, in_specs=(whole, whole, whole, runs, runs), out_specs=runs,
-                         check_vma=False)(params, objective, base_seed, seed_ids, grid_index)
+    local = lambda p, o, w, g: batch(run_single, static, p, o, w, g)
+    return jax.shard_map(local, mesh=mesh, in_specs=(whole, whole, runs, runs), out_specs=runs,
+                         check_vma=False)(params, objective, seed_words, grid_index)
 
 
 _jitted = jax.jit(batch, static_argnums=(0, 1))
@@ -118,18 +131,18 @@ def _real(static) -> str:
 
 
 def device_args(params, base_seed, seed_ids, grid_index=None, mesh=None, objective=None):
-    """The dynamic arguments as device arrays (inside the run's x64 setting): on the default device,
-    or, with a mesh, as global arrays (params and objective data replicated, runs split)."""
+    """The dynamic arguments (params, the runs' key words, grid indices, objective) as device arrays
+    (inside the run's x64 setting): on the default device, or, with a mesh, as global arrays (params
+    and objective data replicated, runs split)."""
+    words = np.asarray(_seed_words(np.int32(base_seed), np.asarray(seed_ids, np.int32)))
     if mesh is None:
         grid = None if grid_index is None else np.asarray(grid_index, np.int32)
         # One device_put for the whole tree: per-leaf jnp.asarray costs more than a small run.
-        host = (jax.tree.map(np.asarray, params), np.int32(base_seed), np.asarray(seed_ids, np.int32), grid)
-        return jax.device_put(host) + (objective,)
+        return jax.device_put((jax.tree.map(np.asarray, params), words, grid)) + (objective,)
     whole, runs = NamedSharding(mesh, PartitionSpec()), NamedSharding(mesh, PartitionSpec(sharding.AXIS))
     replicate = lambda tree: jax.tree.map(lambda x: sharding.put(x, whole), tree)
     grid = None if grid_index is None else sharding.put(np.asarray(grid_index, np.int32), runs)
-    return (replicate(params), sharding.put(np.int32(base_seed), whole),
-            sharding.put(np.asarray(seed_ids, np.int32), runs), grid, replicate(objective))
+    return replicate(params), sharding.put(words, runs), grid, replicate(objective)
 
 
 def _devices(devices):
@@ -137,27 +150,37 @@ def _devices(devices):
     return selected, (sharding.mesh(selected) if len(selected) > 1 else None)
 
 
+def _context(static, selected, mesh):
+    """What a program is traced, compiled and run under: float64 runs with 64-bit types enabled for
+    this call only; one device as the default device.  output_shapes traces under it too, so that its
+    trace of one run is the one the program reuses (JAX's tracing cache is keyed on the context)."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(jax.enable_x64(_real(static) == "float64"))
+    if mesh is None:
+        stack.enter_context(jax.default_device(selected[0]))
+    return stack
+
+
 def _dtype(x) -> str:
     # Read from the array itself: np.asarray would copy a device array back to the host.
     return np.dtype(x.dtype).str if hasattr(x, "dtype") else np.asarray(x).dtype.str
 
 
-def executable(run_single, static, params, objective, base_seed, seed_ids, grid_index=None, devices=None):
+def executable(run_single, static, params, objective, seed_words, grid_index=None, devices=None):
     """(AOT-compiled batch for these shapes and devices, compile seconds); compiled once and kept
     while the process has room for its code (see MAX_PROGRAMS)."""
     devices = devices or (jax.devices()[0],)
     mesh = sharding.mesh(devices) if len(devices) > 1 else None
     leaves, treedef = jax.tree.flatten((params, objective))
     signature = (run_single, static, treedef,
-                 tuple((np.shape(x), _dtype(x)) for x in leaves), np.shape(seed_ids),
+                 tuple((np.shape(x), _dtype(x)) for x in leaves), np.shape(seed_words),
                  grid_index is None, tuple((d.process_index, d.id) for d in devices))
     if signature not in _compiled:
         start = time.perf_counter()
         if mesh is None:
-            lowered = _jitted.lower(run_single, static, params, objective, base_seed, seed_ids, grid_index)
+            lowered = _jitted.lower(run_single, static, params, objective, seed_words, grid_index)
         else:
-            lowered = _jitted_sharded.lower(run_single, static, mesh, params, objective, base_seed, seed_ids,
-                                            grid_index)
+            lowered = _jitted_sharded.lower(run_single, static, mesh, params, objective, seed_words, grid_index)
         _compiled[signature] = (lowered.compile(), time.perf_counter() - start)
         _COMPILE_SECONDS[0] += _compiled[signature][1]
         if not _room_for_programs():
@@ -181,22 +204,20 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
     size = sharding.padded_size(n, len(selected), pad_to)
     ids = sharding.pad(seed_ids, size)
     grid = None if grid_index is None else sharding.pad(grid_index, size)
-    # float64 runs trace, compile and execute with 64-bit types enabled for this call only.
-    with jax.enable_x64(_real(static) == "float64"), \
-            (jax.default_device(selected[0]) if mesh is None else contextlib.nullcontext()):
+    with _context(static, selected, mesh):
         if jax.config.jax_disable_jit:  # type: ignore[attr-defined]  # a runtime flag attribute
-            p, base, i, g, o = device_args(params, base_seed, ids, grid, None, objective)
+            p, w, g, o = device_args(params, base_seed, ids, grid, None, objective)
             start = time.perf_counter()
             with objective.host_errors():
-                out = batch(run_single, static, p, o, base, i, g)
+                out = batch(run_single, static, p, o, w, g)
             return jax.tree.map(lambda a: np.asarray(a)[:n], out), 0.0, time.perf_counter() - start
-        p, base, i, g, o = device_args(params, base_seed, ids, grid, mesh, objective)
-        exe, compile_s = executable(run_single, static, p, o, base, i, g, selected)
+        p, w, g, o = device_args(params, base_seed, ids, grid, mesh, objective)
+        exe, compile_s = executable(run_single, static, p, o, w, g, selected)
         start = time.perf_counter()
         # A Python objective's exception is kept on the host while the program runs (the call
         # returns NaN) and raised here with its own message, before the flags are read.
         with objective.host_errors():
-            out = jax.block_until_ready(exe(p, o, base, i, g))
+            out = jax.block_until_ready(exe(p, o, w, g))
         run_s = time.perf_counter() - start
         return jax.tree.map(lambda a: sharding.gather(a)[:n], out), compile_s, run_s
 
@@ -224,10 +245,9 @@ def memory(run_single, static, params, objective, seeds: int, *, grid: bool = Fa
     selected, mesh = _devices(devices)
     size = sharding.padded_size(seeds, len(selected))
     grid_index = np.zeros(size, np.int32) if grid else None
-    with jax.enable_x64(_real(static) == "float64"), \
-            (jax.default_device(selected[0]) if mesh is None else contextlib.nullcontext()):
-        p, base, ids, g, o = device_args(params, 0, np.arange(size), grid_index, mesh, objective)
-        exe, _ = executable(run_single, static, p, o, base, ids, g, selected)
+    with _context(static, selected, mesh):
+        p, w, g, o = device_args(params, 0, np.arange(size), grid_index, mesh, objective)
+        exe, _ = executable(run_single, static, p, o, w, g, selected)
         return exe.memory_analysis()
 
 
@@ -261,15 +281,16 @@ def fit_runs(total: int, budget: int, devices: int, measure: Callable[[int], int
 _OUTPUT_SHAPES: dict = {}
 
 
-def output_shapes(run_single, static, params, objective):
+def output_shapes(run_single, static, params, objective, devices=None):
     """What one run returns, as a pytree of jax.ShapeDtypeStruct: traced abstractly
-    (jax.eval_shape), never compiled, once per signature."""
+    (jax.eval_shape), never compiled, once per signature; the program :func:`execute` then compiles
+    on ``devices`` reuses the trace."""
     leaves, treedef = jax.tree.flatten((params, objective))
     signature = (run_single, static, treedef, tuple((np.shape(x), _dtype(x)) for x in leaves))
     if signature not in _OUTPUT_SHAPES:
-        with jax.enable_x64(_real(static) == "float64"):
-            one = lambda p, o: run_single(static, p, o, seed_key(0, 0))
-            _OUTPUT_SHAPES[signature] = jax.eval_shape(one, params, objective)
+        with _context(static, *_devices(devices)):
+            _OUTPUT_SHAPES[signature] = jax.eval_shape(_one_run, run_single, static, params, objective,
+                                                       seed_key(0, 0))
     return _OUTPUT_SHAPES[signature]
 
 
