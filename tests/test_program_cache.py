@@ -11,35 +11,44 @@ import pytest
 from fedpne_jax.core import executor
 
 CHILD = textwrap.dedent("""
-    import sys
+    import jax
+    import jax.numpy as jnp
     import numpy as np
-    import fedpne_jax as fp
     import objectives
     from fedpne_jax.core import executor
 
-    objective = objectives.make_objective("garland", 3)
-    configs = [fp.FedPNEConfig(num_clients=3, horizon=300 + 10 * i, checkpoints=3) for i in range(4)]
-    first = fp.run(configs[0], objective, seeds=2)
+    # Programs as small as a program gets (about 50 mappings each, half a second to compile): the cache
+    # keys on (run_single, static, shapes), whatever the run computes.  An algorithm's program maps
+    # hundreds (about 360 for a small Fed-PNE one).
+    objective = objectives.make_objective("garland", 1)
+
+    def run_single(static, params, objective, key):
+        x = jax.random.uniform(key, (static,))
+        step = lambda i, x: jnp.sort(objective.value(x[:, None]) + params) * 0.5 + jnp.cumsum(x)[::-1] * 1e-3
+        return jax.lax.fori_loop(0, 4, step, x)
+
+    run = lambda size: executor.execute(run_single, size, np.float32(0.5), objective, 0, np.arange(2))[0]
+    first = run(5)
     linux = executor._mappings() is not None
     before = executor._mappings()[0] if linux else 0
-    fp.run(configs[1], objective, seeds=2)
-    fp.run(configs[2], objective, seeds=2)
-    fp.run(configs[0], objective, seeds=2)                 # a hit: configs[0] is now the most recent
+    run(6)
+    run(7)
+    run(5)                                                 # a hit: size 5 is now the most recent
     if linux:
-        assert executor._mappings()[0] > before + 300      # a program maps its code: hundreds of mappings
-    # No room once four programs are held: the least recently used half goes (configs[1] and [2]).
+        assert executor._mappings()[0] > before + 2 * 20   # each program maps its code
+    # No room once four programs are held: the least recently used half goes (sizes 6 and 7).
     executor._room_for_programs = lambda: len(executor._compiled) < 4
     held = executor._mappings()[0] if linux else 0
-    fp.run(configs[3], objective, seeds=2)
-    kept = sorted(key[1].horizon for key in executor._compiled)
-    assert kept == [300, 330], kept                        # the newest half: configs[0] (used last) and [3]
+    run(8)
+    kept = sorted(key[1] for key in executor._compiled)
+    assert kept == [5, 8], kept                            # the newest half: size 5 (used last) and 8
     if linux:
-        assert executor._mappings()[0] < held              # more code unmapped than configs[3] mapped
+        assert executor._mappings()[0] < held              # more code unmapped than size 8 mapped
     traces = executor.trace_count()
-    again = fp.run(configs[0], objective, seeds=2)
+    again = run(5)
     assert executor.trace_count() == traces                # kept: not compiled again
-    np.testing.assert_array_equal(again.final_regret, first.final_regret)
-    fp.run(configs[1], objective, seeds=2)
+    np.testing.assert_array_equal(again, first)
+    run(6)
     assert executor.trace_count() > traces                 # dropped: compiled again
     executor.drop_programs()
     assert executor._compiled == {}
