@@ -1,7 +1,8 @@
 """The suite's two tiers.
 
 The gate (``pytest``: the README's test command, and CI) is held to five minutes on two cores (6 min 53 s
-for all of .ci/run on a 2-core AMD EPYC, whose XLA compiles about 1.4 times slower than the Intel Xeons'),
+to 7 min 24 s for all of .ci/run on a 2-core AMD EPYC, which runs the quick gallery about 1.4 times slower
+than the Intel Xeons),
 so it runs what no submission may break, once:
 
 * the registry-driven contract (every algorithm runs by name, raises no flag, reports a value above
