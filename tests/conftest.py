@@ -37,6 +37,7 @@ def _programs_of_one_file():
     executor._compiled.clear()
     executor._jitted.clear_cache()
     executor._jitted_sharded.clear_cache()
+    executor._one_run.clear_cache()          # the runs' traces, which the dropped programs were built from
     if _resident_bytes() > KEEP_CACHES_BELOW:
         jax.clear_caches()
 
