@@ -1,9 +1,7 @@
 """The suite's two tiers.
 
-The gate (``pytest``: the README's test command, and CI) is held to five minutes on two cores (6 min 53 s
-to 7 min 24 s for all of .ci/run on a 2-core AMD EPYC, which runs the quick gallery about 1.4 times slower
-than the Intel Xeons),
-so it runs what no submission may break, once:
+The gate (``pytest``: the README's test command, and CI) is held to five minutes on two cores (the
+README's Tests section gives its measured times), so it runs what no submission may break, once:
 
 * the registry-driven contract (every algorithm runs by name, raises no flag, reports a value above
   f*, compiles no processor-dependent operation, records its measures, refuses bad parameters; a seed
@@ -21,7 +19,7 @@ and sampler; the noisy runs against the references and PyXAB within their standa
 values of all 24 BBOB functions; the real objectives against NumPy and scikit-learn; the property tests
 of the command line and of sweeps; a seed alone and in every grid; capacity growth, interrupts,
 resumed sweeps, sharding and the gallery.  Run it after any change to an algorithm's arithmetic, a
-sampler or an objective, and before a release: it takes about 34 minutes on the 2-core AMD EPYC.
+sampler or an objective, and before a release (its time: the README's Tests section).
 
 FUNCTIONS names the test functions only the thorough tier runs ("*": a whole file); CASES names the
 cases of gate functions that only it runs.  tests/conftest.py skips both (so the summary counts them),
