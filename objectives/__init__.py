@@ -31,6 +31,7 @@ from objectives.heterogeneity import fourier_perturbation as fourier_perturbatio
 from objectives.heterogeneity import heterogeneous_parts as heterogeneous_parts
 from objectives.heterogeneity import heterogeneous_parts_on_base as heterogeneous_parts_on_base
 from objectives.objective import Objective as Objective
+from objectives.objective import averages as averages
 from objectives.python import PythonObjectiveError as PythonObjectiveError
 from objectives.python import from_python as from_python
 from objectives.python import from_pyxab as from_pyxab
@@ -57,4 +58,4 @@ from objectives.validation import is_int as is_int
 __all__ = ["Objective", "make_objective", "register", "UserSpec", "spec", "default_size", "default_seeds",
            "default_heterogeneity", "REGISTRY", "REAL_REGISTRY", "BBOB_REGISTRY", "OBJECTIVES", "HETEROGENEITIES",
            "REAL_HETEROGENEITIES", "DEFAULT_AMPLITUDE", "client_shifts", "fourier_perturbation", "from_python",
-           "from_pyxab", "PythonObjectiveError"]
+           "from_pyxab", "PythonObjectiveError", "averages"]

@@ -48,6 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from objectives.objective import averages
 from objectives.ordered import pairwise_sum
 
 BETA, SIGMA, GAMMA = 0.4, 0.5, 1.0 / 13.0
@@ -158,6 +159,7 @@ def local(data, x, m):
     return reward(x[0], data["beta"][m], data["supply"][m], data["inv_supply"][m], data["i0"][m])
 
 
+@averages(local)
 def global_(data, x):
     M = data["beta"].shape[0]
     values = jax.vmap(lambda m: local(data, x, m))(jnp.arange(M, dtype=jnp.int32))

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from objectives.objective import averages
 from objectives.ordered import matvec, pairwise_sum
 
 MAX_CLIENTS = 10
@@ -182,6 +183,7 @@ def local(data, x, m):
                           data["x_test"][m], data["y_test"][m], data["order"][m], batch_size(x[0]), x[1], x[2])
 
 
+@averages(local)
 def global_(data, x):
     M = data["y_train"].shape[0]
     values = jax.vmap(lambda m: local(data, x, m))(jnp.arange(M, dtype=jnp.int32))

@@ -51,6 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from objectives.objective import averages
 from objectives.ordered import pairwise_sum
 
 NUM_FIELDS = 29
@@ -250,6 +251,7 @@ def local(data, x, m):
     return client_auc(data, m, x[0], x[1])
 
 
+@averages(local)
 def global_(data, x):
     """Mean AUC over the clients (fixed-order mean)."""
     M = data["y"].shape[0]

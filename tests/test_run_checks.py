@@ -164,6 +164,20 @@ def test_a_global_fn_that_is_not_the_mean_is_refused():
     assert shifted.num_clients == 2
 
 
+
+def test_a_global_fn_averaging_its_own_local_fn_is_not_probed():
+    """A global function marked as the mean of local_fn (objectives.averages) is trusted for that
+    local_fn only: the pair below is not a mean, and is refused unless the mark names its local_fn.
+    The real objectives' globals carry the mark; their tests hold them to the identity."""
+    local = lambda d, x, m: x[0] * (m + 1.0)
+    marked = objectives.averages(local)(lambda d, x: x[0])
+    assert _objective(marked, local).num_clients == 2
+    with pytest.raises(ValueError, match=r"'custom': global_fn must be the mean of local_fn over the 2 clients"):
+        _objective(marked, lambda d, x, m: x[0] * (m + 1.0))
+    from objectives import covid, digits, landmine
+    for module in (covid, digits, landmine):
+        assert module.global_.averages is module.local
+
 def test_built_in_heterogeneities_keep_the_mean():
     """The clients' shifts and Fourier weights sum to zero only up to float32 rounding (the other
     built-ins are built in their own test files, which construction checks as well)."""
