@@ -2,13 +2,15 @@
 in NumPy from the points a run evaluated: f* - max_{s<=t} f(x_s) at the checkpoints, the targets
 scale x 10^e (e = 2, 1.8, .., -8) with scale = f* - f(centre of the box), and the first round at
 which the best-so-far regret reaches each target (0: never)."""
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import fedpne_jax as fp
 import objectives
 from fedpne_jax.algorithms.trees import doo, hct, hoo, soo
-from fedpne_jax.core import checkpoints
+from fedpne_jax.core import checkpoints, executor, registry
 from tests.support import reference
 from tests.support.helpers import target_hits, traced_tree_run
 
@@ -151,3 +153,29 @@ def test_settled_hits_equal_the_first_round_at_or_below_each_target(nan_at):
                 hits = settle(hits, jnp.asarray(window), t - start, hi - start, start, jnp.asarray(goals))
                 t = hi + 1
         np.testing.assert_array_equal(np.asarray(hits), _numpy_hits(gaps, goals, np.zeros(51, np.int32)))
+
+
+def test_the_centre_is_evaluated_once_outside_the_programs():
+    """f(centre of the box), the targets' scale and the first recommendation's value, comes from one
+    small program per objective and precision (checkpoints.with_centre), not from every algorithm's:
+    an objective evaluated on the host is called from HCT's program at its pulls only.  The engine
+    computes the value itself, whatever the objective carries, and computes it as a program
+    evaluating it inside would, bit for bit."""
+    host = objectives.from_python(lambda X: 0.5 + 0.5 * np.sin(13 * X[:, 0]) * np.sin(27 * X[:, 0]), [0.0], [1.0],
+                                  1.0, name="host-garland")
+    scale = 0.5 - 0.5 * np.sin(6.5) * np.sin(13.5)
+    config = fp.make_config("hct", horizon=50, checkpoints=5)
+    before = set(executor._compiled)
+    for objective in (host, host.with_centre_value(jnp.float32(-7.0))):
+        res = fp.run(config, objective, seeds=2)
+        np.testing.assert_allclose(res.target_scale, scale, rtol=1e-6)
+    run_single = registry.get("hct").run_single
+    programs = [exe for key, (exe, _) in executor._compiled.items() if key[0] is run_single and key not in before]
+    assert len(programs) == 1 and programs[0].as_text().count("custom-call(") == 1
+    garland = objectives.make_objective("garland", 1)
+    inside = jax.jit(lambda o, x: o.global_value(x))
+    for real in ("float32", "float64"):
+        with jax.enable_x64(real == "float64"):
+            stored = checkpoints.with_centre(garland, real).centre_value
+            assert stored.dtype == np.dtype(real)
+            np.testing.assert_array_equal(stored, inside(garland, jnp.asarray([0.5], real)))

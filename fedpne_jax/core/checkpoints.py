@@ -89,10 +89,31 @@ def best_start(dtype) -> Best:
     return Best(value=jnp.asarray(jnp.inf, dtype), hits=jnp.zeros(TARGET_EXPONENTS.shape, jnp.int32))
 
 
-def centre_gap(objective, dtype) -> jax.Array:
-    """f* - f(centre of the box): one evaluation of the global objective."""
+def _centre_value(objective, dtype) -> jax.Array:
     centre = (jnp.asarray(objective.lo, dtype) + jnp.asarray(objective.hi, dtype)) / 2
-    return jnp.asarray(objective.f_star, dtype) - objective.global_value(centre).astype(dtype)
+    return objective.global_value(centre).astype(dtype)
+
+
+# One program per objective structure and precision, shared by every algorithm's runs on it.
+_centre_program = jax.jit(_centre_value, static_argnums=1)
+
+
+def with_centre(objective, real: str):
+    """``objective`` carrying f(centre of the box) in the precision ``real`` ("float32" or "float64",
+    under that precision's x64 setting), computed in a program of its own: the engine gives every
+    run this, so that no algorithm's program compiles an evaluation of the objective for it.  A
+    Python objective's failure there is raised as its runs' would be."""
+    with objective.host_errors():
+        value = _centre_program(objective.with_centre_value(None), jnp.dtype(real))
+    return objective.with_centre_value(value)
+
+
+def centre_gap(objective, dtype) -> jax.Array:
+    """f* - f(centre of the box): the value :func:`with_centre` stored where it is of ``dtype``,
+    else one evaluation of the global objective here."""
+    stored = objective.centre_value
+    value = stored if stored is not None and stored.dtype == jnp.dtype(dtype) else _centre_value(objective, dtype)
+    return jnp.asarray(objective.f_star, dtype) - value
 
 
 def target_scale(objective, dtype, gap=None) -> jax.Array:

@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from fedpne_jax.core import sharding
+from fedpne_jax.core import checkpoints, sharding
 from fedpne_jax.core.validation import SEED_MAX, is_int, is_seed
 
 
@@ -127,7 +127,9 @@ def drop_programs(keep: int = 0) -> None:
 
 
 def _real(static) -> str:
-    return getattr(static, "real", "float32")
+    """The run's precision: its static's ``real`` field where it names one (a number's ``real`` does not)."""
+    real = getattr(static, "real", "float32")
+    return real if real in ("float32", "float64") else "float32"
 
 
 def device_args(params, base_seed, seed_ids, grid_index=None, mesh=None, objective=None):
@@ -205,6 +207,7 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
     ids = sharding.pad(seed_ids, size)
     grid = None if grid_index is None else sharding.pad(grid_index, size)
     with _context(static, selected, mesh):
+        objective = checkpoints.with_centre(objective, _real(static))
         if jax.config.jax_disable_jit:  # type: ignore[attr-defined]  # a runtime flag attribute
             p, w, g, o = device_args(params, base_seed, ids, grid, None, objective)
             start = time.perf_counter()
@@ -246,6 +249,7 @@ def memory(run_single, static, params, objective, seeds: int, *, grid: bool = Fa
     size = sharding.padded_size(seeds, len(selected))
     grid_index = np.zeros(size, np.int32) if grid else None
     with _context(static, selected, mesh):
+        objective = checkpoints.with_centre(objective, _real(static))
         p, w, g, o = device_args(params, 0, np.arange(size), grid_index, mesh, objective)
         exe, _ = executable(run_single, static, p, o, w, g, selected)
         return exe.memory_analysis()
@@ -285,6 +289,9 @@ def output_shapes(run_single, static, params, objective, devices=None):
     """What one run returns, as a pytree of jax.ShapeDtypeStruct: traced abstractly
     (jax.eval_shape), never compiled, once per signature; the program :func:`execute` then compiles
     on ``devices`` reuses the trace."""
+    # Abstractly, as execute gives it (checkpoints.with_centre), so that the program reuses this trace.
+    centre = jax.ShapeDtypeStruct((), np.dtype(_real(static)))
+    objective = objective.with_centre_value(centre)
     leaves, treedef = jax.tree.flatten((params, objective))
     signature = (run_single, static, treedef, tuple((np.shape(x), _dtype(x)) for x in leaves))
     if signature not in _OUTPUT_SHAPES:
