@@ -90,7 +90,13 @@ def test_make_config_builds_every_algorithm_from_valid_shared_values(name, data)
     horizon = data.draw(st.integers(*HORIZONS.get(name, (8, MAX_HORIZON))))
     checkpoints = data.draw(st.integers(1, min(horizon, 500)))
     noise = data.draw(VALID_NOISE)
-    config = fp.make_config(name, horizon=horizon, checkpoints=checkpoints, noise=noise)
+    try:
+        config = fp.make_config(name, horizon=horizon, checkpoints=checkpoints, noise=noise)
+    except ValueError as err:
+        # HCT's family keeps a node table of at most hct.MAX_ROWS rows, which only horizons of
+        # hundreds of millions of rounds outgrow (at T = 1.9e9, VPCT's instance of rho = 0.8975).
+        assert "node table would need" in str(err) and "horizon" in str(err) and horizon > 10**8, err
+        return
     assert type(config) is registry.config_type(name)
     assert (config.horizon, config.checkpoints, config.noise) == (horizon, checkpoints, noise)
     rounds = np.asarray(config.checkpoint_rounds)

@@ -126,6 +126,13 @@ def drop_programs(keep: int = 0) -> None:
     jax.clear_caches()
 
 
+def _centre_slot(objective, static):
+    """``objective`` with a stand-in for the centre value execute gives it (checkpoints.with_centre):
+    the same program signature and trace, for memory and output_shapes, without evaluating the
+    objective (a host call, or a model trained, for nothing)."""
+    return objective.with_centre_value(np.zeros((), _real(static)))
+
+
 def _real(static) -> str:
     """The run's precision: its static's ``real`` field where it names one (a number's ``real`` does not)."""
     real = getattr(static, "real", "float32")
@@ -249,8 +256,7 @@ def memory(run_single, static, params, objective, seeds: int, *, grid: bool = Fa
     size = sharding.padded_size(seeds, len(selected))
     grid_index = np.zeros(size, np.int32) if grid else None
     with _context(static, selected, mesh):
-        objective = checkpoints.with_centre(objective, _real(static))
-        p, w, g, o = device_args(params, 0, np.arange(size), grid_index, mesh, objective)
+        p, w, g, o = device_args(params, 0, np.arange(size), grid_index, mesh, _centre_slot(objective, static))
         exe, _ = executable(run_single, static, p, o, w, g, selected)
         return exe.memory_analysis()
 
@@ -289,9 +295,7 @@ def output_shapes(run_single, static, params, objective, devices=None):
     """What one run returns, as a pytree of jax.ShapeDtypeStruct: traced abstractly
     (jax.eval_shape), never compiled, once per signature; the program :func:`execute` then compiles
     on ``devices`` reuses the trace."""
-    # Abstractly, as execute gives it (checkpoints.with_centre), so that the program reuses this trace.
-    centre = jax.ShapeDtypeStruct((), np.dtype(_real(static)))
-    objective = objective.with_centre_value(centre)
+    objective = _centre_slot(objective, static)
     leaves, treedef = jax.tree.flatten((params, objective))
     signature = (run_single, static, treedef, tuple((np.shape(x), _dtype(x)) for x in leaves))
     if signature not in _OUTPUT_SHAPES:
