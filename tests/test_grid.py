@@ -76,14 +76,30 @@ def test_product_order_and_labels():
         grid.points(c=0.1)
 
 
+def test_horizons_share_one_program_and_equal_separate_runs():
+    """The horizon and the checkpoints' rounds are data: a study over horizons (with one checkpoint
+    count) is one program, and each of its runs equals the run of its horizon alone, whose tables
+    (depth limit) differ."""
+    configs = [CONFIG.replace(horizon=T) for T in (150, 600, 2400)]
+    traces = executor.trace_count()
+    results = fp.run_grid(configs, objective(), seeds=SEEDS, base_seed=3)
+    assert executor.trace_count() - traces == 1
+    for config, res in zip(configs, results):
+        np.testing.assert_array_equal(res.checkpoints, config.checkpoint_rounds)
+        assert_same(res, fp.run(config, objective(), seeds=SEEDS, base_seed=3))
+    assert len({r.final_regret.mean() for r in results}) == 3
+
+
 def test_shapes_group_into_fewest_programs():
-    """Scalar parameters share a program; M, k, noise kind or DP on/off split the grid."""
+    """Scalar parameters and the horizon share a program; M, k, the checkpoint count, noise kind or
+    DP on/off split the grid."""
     obj = objective()
-    configs = [CONFIG, CONFIG.replace(c=0.3, rho=0.7, nu=0.5, c1=2.0, delta=0.1, noise="gaussian:0.1", capacity=64),
+    configs = [CONFIG, CONFIG.replace(c=0.3, rho=0.7, nu=0.5, c1=2.0, delta=0.1, noise="gaussian:0.1", capacity=64,
+                                      horizon=5000),
                CONFIG.replace(k=3), CONFIG.replace(noise="none"), CONFIG.replace(dp_epsilon=1.0, dp_delta=0.01),
-               CONFIG.replace(dp_epsilon=2.0, dp_delta=0.1), CONFIG.replace(k=3, c=0.2)]
+               CONFIG.replace(dp_epsilon=2.0, dp_delta=0.1), CONFIG.replace(k=3, c=0.2), CONFIG.replace(checkpoints=5)]
     keys = [static_key(c, obj) for c in configs]
-    assert grid.group_indices(keys) == [[0, 1], [2, 6], [3], [4, 5]]
+    assert grid.group_indices(keys) == [[0, 1], [2, 6], [3], [4, 5], [7]]
     with pytest.raises(ValueError, match="differ in shapes"):
         run_pairs([CONFIG, CONFIG.replace(k=3)], obj, [0, 1], [0, 0])
 
@@ -92,5 +108,5 @@ def test_stacked_params_have_a_grid_axis():
     configs = grid.product(CONFIG, c=C_VALUES)
     tables = Tables(capacity=32, depth=12)
     stacked = stack_params(FEDPNE, configs, tables)
-    assert stacked.tau.shape == (3, 13) and stacked.noise_scale.shape == (3,)
+    assert stacked.tau.shape == (3, 13) and stacked.noise_scale.shape == (3,) and stacked.rounds.shape == (3, 4)
     np.testing.assert_array_equal(stacked.conf[1], make_params(configs[1], tables).conf)

@@ -82,6 +82,7 @@ FUNCTIONS = {
                           "test_noisy_regret_equals_the_reference_statistically",
                           "test_pct_is_gpo_over_hct_and_pyxabs_pct"],
     "tests/test_grid.py": ["test_grid_is_one_compilation_and_equals_separate_runs",
+                           "test_horizons_share_one_program_and_equal_separate_runs",
                            "test_pairs_in_any_order_equal_the_grid"],
     "tests/test_hct.py": ["test_garland_pulls_pyxabs_own_hct_points",
                           "test_noise_free_himmelblau_with_reexpansion_pulls_the_reference_points",

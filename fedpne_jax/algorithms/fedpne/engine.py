@@ -51,7 +51,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         after = phase_lib.run_phase(static, params, objective, sample_key, s)
         return jax.tree.map(lambda a, b: jnp.where(s.flags == 0, a, b), after, s)
 
-    state = jax.lax.while_loop(lambda s: (s.t < static.horizon) & (s.flags == 0), body, state)
+    state = jax.lax.while_loop(lambda s: (s.t < params.horizon) & (s.flags == 0), body, state)
     return Outputs(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
                      state.recommendation, state.max_active, state.flags, state.evaluations, state.best_curve,
                      state.best.hits, scale, state.simple_curve)

@@ -119,7 +119,7 @@ def row_quotient(offset, n):
 
 def run_phase(static: Static, params: Params, objective, sample_key, state: RunState) -> RunState:
     """Pull, upload, aggregate and eliminate: one phase (after expand_until_ready)."""
-    table, h, t, T = state.table, state.depth, state.t, static.horizon
+    table, h, t, T = state.table, state.depth, state.t, params.horizon
     rows = jnp.arange(static.capacity, dtype=jnp.int32)
     active = rows < table.count
     n = params.n_pulls[h]
@@ -133,7 +133,7 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     complete = table.count <= full
     t_end = jnp.where(complete, t + jnp.minimum(table.count, full) * n, T)
 
-    rounds = jnp.asarray(checkpoints.rounds(static.horizon, static.checkpoints))
+    rounds = params.rounds
     in_phase = checkpoints.within(rounds, t, t_end)
     offset = jnp.clip(rounds - t, 0, t_end - t)
     jc = row_quotient(offset, n)

@@ -36,6 +36,8 @@ class Params(NamedTuple):
     smooth: np.ndarray       # (H+1,) float, nu1 rho^h
     noise_scale: np.ndarray  # () float, sigma of gaussian noise or a of uniform noise
     dp_var: np.ndarray       # () float, sigma_dp^2 (0 without DP)
+    horizon: np.ndarray      # () int32, T: data, so that a study over horizons compiles once
+    rounds: np.ndarray       # (C,) int32, the checkpoints' rounds
 
 
 def tau_at(config: FedPNEConfig, h: int) -> int:
@@ -166,6 +168,8 @@ def make_params(config: FedPNEConfig, tables: Tables) -> Params:
         smooth=np.asarray(smooth, real),
         noise_scale=np.asarray(config.noise_scale, real),
         dp_var=np.asarray(config.dp_sigma2, real),
+        horizon=np.asarray(config.horizon, np.int32),
+        rounds=np.asarray(config.checkpoint_rounds, np.int32),
     )
 
 
@@ -174,7 +178,6 @@ class Static:
     """Everything that decides the compiled program: shapes, kinds and capacities."""
 
     num_clients: int
-    horizon: int
     k: int
     dim: int
     split: str
@@ -203,7 +206,7 @@ def make_static(config: FedPNEConfig, objective, tables: Tables | None) -> Stati
     digits = digits_per_word(config.k)
     split_dims = longest_dims(objective.lo, objective.hi, config.k, depth) if config.split == "longest" else ()
     return Static(
-        num_clients=config.num_clients, horizon=config.horizon, k=config.k, dim=objective.dim,
+        num_clients=config.num_clients, k=config.k, dim=objective.dim,
         split=config.split, noise_kind=config.noise_kind, pull=config.pull,
         sampling=config.resolved_sampling, dp=config.dp, checkpoints=config.checkpoints,
         capacity=capacity, depth=depth, digits=digits, words=-(-(depth + 1) // digits),
