@@ -108,5 +108,5 @@ def test_stacked_params_have_a_grid_axis():
     configs = grid.product(CONFIG, c=C_VALUES)
     tables = Tables(capacity=32, depth=12)
     stacked = stack_params(FEDPNE, configs, tables)
-    assert stacked.tau.shape == (3, 13) and stacked.noise_scale.shape == (3,) and stacked.rounds.shape == (3, 4)
+    assert stacked.tau.shape == (3, 13) and stacked.noise_scale.shape == (3,) and stacked.checkpoint_rounds.shape == (3, 4)
     np.testing.assert_array_equal(stacked.conf[1], make_params(configs[1], tables).conf)

@@ -16,6 +16,12 @@ def rounds(horizon: int, count: int) -> np.ndarray:
     return ((c * horizon + count - 1) // count).astype(np.int32)
 
 
+def schedule(config) -> dict:
+    """A config's horizon and checkpoint rounds as Params fields (``horizon``, ``checkpoint_rounds``):
+    data, so that configurations differing only in T share one program."""
+    return dict(horizon=np.int32(config.horizon), checkpoint_rounds=np.asarray(config.checkpoint_rounds, np.int32))
+
+
 # Three ways to write a curve at its checkpoints, by how an algorithm's loop advances:
 # * record: a round at a time, a where over the C checkpoints (rounds may be data, as in a grid);
 # * cursor / write / filled: a round at a time in O(1), for static rounds (the tree skeleton);

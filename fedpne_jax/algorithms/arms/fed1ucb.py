@@ -160,8 +160,7 @@ def make_static(config: Fed1UCBConfig, objective, tables=None) -> Static:
 
 def make_params(config: Fed1UCBConfig, tables=None) -> Params:
     bound = 4.0 * config.sigma_value ** 2 * math.log(config.horizon) / config.num_clients
-    return Params(horizon=np.int32(config.horizon), pulls=np.int32(config.pulls_per_phase),
-                  checkpoint_rounds=np.asarray(config.checkpoint_rounds, np.int32),
+    return Params(**checkpoints.schedule(config), pulls=np.int32(config.pulls_per_phase),
                   noise_scale=np.float32(config.noise_scale), bound=np.float32(bound))
 
 

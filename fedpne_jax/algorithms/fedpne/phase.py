@@ -133,7 +133,7 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     complete = table.count <= full
     t_end = jnp.where(complete, t + jnp.minimum(table.count, full) * n, T)
 
-    rounds = params.rounds
+    rounds = params.checkpoint_rounds
     in_phase = checkpoints.within(rounds, t, t_end)
     offset = jnp.clip(rounds - t, 0, t_end - t)
     jc = row_quotient(offset, n)

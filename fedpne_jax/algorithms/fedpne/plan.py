@@ -18,6 +18,7 @@ import numpy as np
 
 from fedpne_jax.algorithms.fedpne import evaluation
 from fedpne_jax.algorithms.fedpne.config import MAX_CAPACITY, FedPNEConfig
+from fedpne_jax.core import checkpoints
 from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH, CapacityError
 from fedpne_jax.core.split import longest_dims
 
@@ -36,8 +37,8 @@ class Params(NamedTuple):
     smooth: np.ndarray       # (H+1,) float, nu1 rho^h
     noise_scale: np.ndarray  # () float, sigma of gaussian noise or a of uniform noise
     dp_var: np.ndarray       # () float, sigma_dp^2 (0 without DP)
-    horizon: np.ndarray      # () int32, T: data, so that a study over horizons compiles once
-    rounds: np.ndarray       # (C,) int32, the checkpoints' rounds
+    horizon: np.ndarray            # () int32, T: data, so that a study over horizons compiles once
+    checkpoint_rounds: np.ndarray  # (C,) int32
 
 
 def tau_at(config: FedPNEConfig, h: int) -> int:
@@ -168,8 +169,7 @@ def make_params(config: FedPNEConfig, tables: Tables) -> Params:
         smooth=np.asarray(smooth, real),
         noise_scale=np.asarray(config.noise_scale, real),
         dp_var=np.asarray(config.dp_sigma2, real),
-        horizon=np.asarray(config.horizon, np.int32),
-        rounds=np.asarray(config.checkpoint_rounds, np.int32),
+        **checkpoints.schedule(config),
     )
 
 

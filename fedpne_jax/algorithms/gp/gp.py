@@ -157,8 +157,7 @@ def make_static(config: GPConfig, objective, tables=None, batch: int = 1) -> Sta
 
 def common_params(config: GPConfig) -> dict:
     """The dynamic fields every GP baseline has (the horizon is data: one program serves every T)."""
-    return dict(horizon=np.int32(config.horizon),
-                checkpoint_rounds=np.asarray(config.checkpoint_rounds, np.int32),
+    return dict(**checkpoints.schedule(config),
                 noise_scale=np.float32(config.noise_scale),
                 lengthscale=np.float32(config.lengthscale))
 
