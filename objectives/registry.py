@@ -17,6 +17,7 @@ import re
 from typing import Callable, ClassVar, Protocol
 
 import jax
+import jax.numpy as jnp
 
 from objectives import bbob, covid, digits, landmine, landmine_sklearn, synthetic
 from objectives.heterogeneity import HETEROGENEITIES, heterogeneous_parts, heterogeneous_parts_on_base
@@ -113,13 +114,21 @@ class Spec:
         return "none" if noise_kind == "bernoulli" else self.default_heterogeneity
 
     def build_objective(self, name: str, num_clients: int, heterogeneity: str | None, seed: int,
-                        dim: int | None, amplitude: float | None, instance: int | None) -> Objective:
+                        dim: int | None, amplitude: float | None, instance: int | None,
+                        shared_with: tuple = ()) -> Objective:
+        """``shared_with``: the functions (this one among them) of :class:`objectives.synthetic.SharedFunction`."""
         heterogeneity = self.default_heterogeneity if heterogeneity is None else heterogeneity
         dim = _box_dim(self, name, dim, instance)
         key = _problem_key(seed)
         lo, hi = (float(self.lo),) * dim, (float(self.hi),) * dim
-        global_fn, local_fn, data = heterogeneous_parts(heterogeneity, self.fn, num_clients, key, lo=lo, hi=hi,
-                                                        amplitude=amplitude)
+        if shared_with:
+            base = {"function": jnp.int32(shared_with.index(self.fn))}
+            global_fn, local_fn, data = heterogeneous_parts_on_base(
+                heterogeneity, synthetic.SharedFunction(shared_with), base, num_clients, key, lo=lo, hi=hi,
+                amplitude=amplitude)
+        else:
+            global_fn, local_fn, data = heterogeneous_parts(heterogeneity, self.fn, num_clients, key, lo=lo, hi=hi,
+                                                            amplitude=amplitude)
         return Objective(name=name, lo=lo, hi=hi, f_star=float(self.f_star), num_clients=num_clients,
                          global_fn=global_fn, local_fn=local_fn, data=data)
 
@@ -460,14 +469,15 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
     the global objective is the clients' mean reward, whose f* is found by a search (see
     :func:`objectives.bbob.instances_f_star`).
 
-    ``shared_with``: names of BBOB functions, ``name`` among them.  The objective is then built to
-    share one compiled program with every BBOB objective of the same dimension built with the same
-    names: the function is picked by a switch over them (:class:`objectives.bbob.SharedReward`)
-    instead of being compiled in.  A study of several functions then compiles once per algorithm
-    and dimension instead of once per function; each run costs up to a third more time.  Compiled
-    apart from what surrounds it, a function's products and sums may round differently (an FMA or
-    not), so values agree with the objective built alone within 2 float32 ulps (8 for Gallagher's
-    f21 and f22).  The heterogeneity 'instances' ignores it.
+    ``shared_with``: names of BBOB functions, or of synthetic functions on the box of ``name``, ``name``
+    among them.  The objective is then built to share one compiled program with every objective of
+    the same dimension built with the same names: the function is picked by a switch over them
+    (:class:`objectives.bbob.SharedReward`, :class:`objectives.synthetic.SharedFunction`) instead of
+    being compiled in.  A study of several functions then compiles once per algorithm and dimension
+    instead of once per function; each run costs up to a third more time.  Compiled apart from what
+    surrounds it, a function's products and sums may round differently (an FMA or not), so values
+    agree with the objective built alone within 2 float32 ulps (8 for Gallagher's f21 and f22).  The
+    heterogeneity 'instances' ignores it.
     """
     s = spec(name)
     # NumPy integers are accepted wherever Python ones are, and become Python ints here.
@@ -476,29 +486,57 @@ def make_objective(name: str, num_clients: int = 1, heterogeneity: str | None = 
     seed = check_seed(seed)
     if shared_with is None:
         return s.build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance)
-    functions = _shared_functions(name, shared_with)
-    return BBOB_REGISTRY[name].build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance,
-                                               shared_with=functions)
+    names = _shared_names(name, shared_with)
+    if isinstance(s, BBOBSpec):
+        return s.build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance,
+                                 shared_with=_shared_bbob(name, names))
+    if isinstance(s, Spec):
+        return s.build_objective(name, int(num_clients), heterogeneity, seed, dim, amplitude, instance,
+                                 shared_with=_shared_synthetic(name, names, _box_dim(s, name, dim, instance)))
+    raise ValueError(f"shared_with applies to the BBOB and synthetic objectives, not to objective {name!r}")
 
 
-def _shared_functions(name: str, names) -> tuple:
-    """The sorted BBOB function numbers of ``shared_with`` (see :func:`make_objective`)."""
+def _shared_names(name: str, names) -> list:
+    """``shared_with`` as a list of names that includes ``name`` (see :func:`make_objective`)."""
     try:
         # Listed once: an iterator read twice would be empty the second time.
         listed = None if isinstance(names, str) else list(names)
     except TypeError:
         listed = None
     if listed is None or not all(isinstance(n, str) for n in listed):
-        raise ValueError(f"shared_with must be a list of BBOB objective names, got {names!r}")
-    names = listed
+        raise ValueError(f"shared_with must be a list of objective names (BBOB functions, or synthetic functions "
+                         f"on one box), got {names!r}")
+    for other in listed:
+        try:
+            spec(other)
+        except ValueError as err:
+            raise ValueError(f"shared_with: {err}") from None
+    if name not in listed:
+        raise ValueError(f"shared_with must name the objective itself, {name!r}, got {listed!r}")
+    return listed
+
+
+def _shared_bbob(name: str, names: list) -> tuple:
+    """The sorted BBOB function numbers of ``names``."""
     numbers = set()
-    for other in names + [name]:
+    for other in names:
         s = spec(other)
         if not isinstance(s, BBOBSpec):
-            raise ValueError(f"shared_with applies to the BBOB objectives ('bbob-f1' ... "
-                             f"'bbob-f{bbob.NUM_FUNCTIONS}'), got {other!r}")
+            raise ValueError(f"shared_with: the BBOB objective {name!r} shares programs with BBOB objectives only "
+                             f"('bbob-f1' ... 'bbob-f{bbob.NUM_FUNCTIONS}'), got {other!r}")
         numbers.add(s.function)
-    if name not in names:
-        raise ValueError(f"shared_with must name the objective itself, {name!r}, got {names!r}")
     return tuple(sorted(numbers))
+
+
+def _shared_synthetic(name: str, names: list, dim: int) -> tuple:
+    """The functions of the synthetic objectives ``names``, in the order of their names: each must be
+    defined on the box of ``name`` in its dimension (the switch's branches take one point shape)."""
+    own = REGISTRY[name]
+    for other in names:
+        s = spec(other)
+        fits = isinstance(s, Spec) and (s.lo, s.hi) == (own.lo, own.hi) and (not s.fixed_dim or s.default_dim == dim)
+        if not fits:
+            raise ValueError(f"shared_with: the synthetic objective {name!r} shares programs with synthetic objectives "
+                             f"on its box [{own.lo:g}, {own.hi:g}]^{dim} only, got {other!r}")
+    return tuple(REGISTRY[n].fn for n in sorted(set(names)))
 

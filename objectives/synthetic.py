@@ -5,8 +5,11 @@ use objectives.ordered so that a point's value does not depend on the batch it i
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Callable
 
+import jax
 import jax.numpy as jnp
 
 from objectives.ordered import pairwise_mean, pairwise_sum
@@ -67,3 +70,16 @@ def rastrigin(x):
     -(10 D + sum(x^2 - 10 cos 2 pi x)) written as -sum(x^2 + 20 sin^2(pi x)) to avoid cancellation.
     """
     return -pairwise_sum(x * x + 20.0 * jnp.sin(jnp.pi * x) ** 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedFunction:
+    """f_k(x) for any f_k of ``functions`` (functions of one point on one box), k read from the data
+    (``{"function": k}``, int32) by a switch: objectives built with the same tuple have one structure
+    and share a compiled program, where each function alone compiles its own.  The index must not be
+    batched (a batched switch computes every branch), so it is the objective's data, the same for
+    every run of a batch."""
+    functions: tuple[Callable, ...]
+
+    def __call__(self, data, x):
+        return jax.lax.switch(data["function"], self.functions, x)

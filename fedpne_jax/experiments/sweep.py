@@ -14,7 +14,8 @@ Format (TOML shown; JSON takes the same keys)::
     objective_seed = 0                          # default key of the objectives' client shifts
     plugins = ["my_plugin"]                     # modules imported first, which register algorithms or objectives
     share_programs = false                      # true: the BBOB functions share one program per algorithm and
-                                                #   dimension (:func:`shared_with`)
+                                                #   dimension; a list of kinds, ["bbob", "synthetic"]: those
+                                                #   kinds' functions do (:func:`shared_with`)
 
     [params]                                    # fixed parameters of every algorithm's config
     noise = "gaussian:0.1"
@@ -98,17 +99,42 @@ class Entry:
                                          instance=o.get("instance"), shared_with=shared_with)
 
 
+# Objective kinds whose functions can share one program (objectives.make_objective's shared_with).
+SHAREABLE = ("bbob", "synthetic")
+
+
+def shared_kinds(definition: dict) -> tuple:
+    """The objective kinds whose functions share programs under a normalised definition's
+    ``share_programs``: true is the BBOB functions (what it has always meant)."""
+    share = definition.get("share_programs", False)
+    return ("bbob",) if share is True else tuple(share or ())
+
+
 def shared_with(sweep: "Sweep", entry: Entry) -> tuple | None:
     """What ``entry``'s objective is built with as ``shared_with`` (see :func:`objectives.make_objective`):
-    under ``share_programs = true``, a BBOB entry of a sweep of several BBOB functions gets all their
-    names, so they compile one program per algorithm and dimension instead of one per function; else
-    None.  Off by default: values then agree with an objective built alone to float32 rounding, not
-    always to the last bit."""
-    if not sweep.definition.get("share_programs"):
+    when ``share_programs`` names its kind, an entry gets the names of the sweep's functions of that
+    kind that one program can hold (every BBOB function; the synthetic functions on its box and
+    dimension), so that they compile one program per algorithm and dimension instead of one per
+    function; None when it is alone or its kind is not named.  Off by default: values then agree with
+    an objective built alone to float32 rounding, not always to the last bit."""
+    own = _share_group(entry)
+    if own[0] not in shared_kinds(sweep.definition):
         return None
-    bbob = lambda e: getattr(objectives.spec(e.objective["name"]), "kind", None) == "bbob"
-    names = sorted({e.objective["name"] for e in sweep.entries if bbob(e)})
-    return tuple(names) if len(names) > 1 and bbob(entry) else None
+    names = sorted({e.objective["name"] for e in sweep.entries if _share_group(e) == own})
+    return tuple(names) if len(names) > 1 else None
+
+
+def _share_group(entry: Entry) -> tuple:
+    """(kind, ...) equal for the entries whose functions can share a program: the built-in BBOB
+    functions whatever their dimension (their programs differ by dimension anyway), the built-in
+    synthetic ones of one box and dimension; (None,) for the others."""
+    name = entry.objective["name"]
+    if name in objectives.BBOB_REGISTRY:
+        return ("bbob",)
+    if name in objectives.REGISTRY:
+        s = objectives.REGISTRY[name]
+        return ("synthetic", s.lo, s.hi, entry.objective.get("dim") or s.default_dim)
+    return (None,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,10 +293,16 @@ def normalise(raw: dict) -> dict:
     if plugins:              # absent when empty, so definitions without plugins keep their hashes
         out["plugins"] = plugins
     share = raw.get("share_programs", False)
-    if not isinstance(share, bool):
-        raise SweepError(f"sweep: share_programs must be true or false, got {share!r}")
-    if share:                # absent when false, for the same reason
-        out["share_programs"] = True
+    if isinstance(share, bool):
+        kinds = ["bbob"] if share else []
+    elif isinstance(share, list) and share and all(isinstance(k, str) and k in SHAREABLE for k in share):
+        kinds = sorted(set(share))
+    else:
+        raise SweepError(f"sweep: share_programs must be true (the BBOB functions), false or a list of objective "
+                         f"kinds from {list(SHAREABLE)}, got {share!r}")
+    # Absent when false, and true for the BBOB functions alone, for the same reason.
+    if kinds:
+        out["share_programs"] = True if kinds == ["bbob"] else kinds
     return out
 
 
