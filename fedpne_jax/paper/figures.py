@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+import objectives
 from fedpne_jax.core.registry import label
 
 SYNTHETIC = ("garland", "doublesine")
@@ -31,6 +32,10 @@ NOISE = "gaussian:0.1"
 HCT = {"expand": "pyxab", "nu": 1.0, "rho": 0.75}      # App. E: PyXAB's HCT with nu1 = 1, rho = 0.75
 COMPARED = ("fedpne", "hct", "kernelts", "fed1ucb", "fnucb")     # Fig. 3's algorithms, in its legend order
 REGRET_AXIS = "cumulative regret"      # per client for federated algorithms: the figure titles say so
+# Quick studies are bound by compilation: there, the synthetic functions of one box share a program
+# per algorithm (a sweep's share_programs), at the price of runs that may differ in their last bits
+# from those of each function compiled alone.  Full-size runs keep each function's own program.
+QUICK_SHARES = ("synthetic",)
 # Figure widths of a two-column paper, in inches: a figure* across the page, or one column.
 FULL_WIDTH = 7.0
 COLUMN_WIDTH = 3.4
@@ -73,9 +78,16 @@ class Study:
                 table["grid"] = {k: list(v) for k, v in grid.items()}
             if table:
                 raw[name] = table
-        if self.share_programs:
-            raw["share_programs"] = True
+        kinds = sorted({*(["bbob"] if self.share_programs else []), *(self._quick_shares() if quick else [])})
+        if kinds:
+            raw["share_programs"] = True if kinds == ["bbob"] else kinds
         return raw
+
+    def _quick_shares(self) -> list:
+        """The kinds of QUICK_SHARES of which the study has several functions (naming a kind with one
+        would change the study's definition, not its programs)."""
+        names = {o if isinstance(o, str) else o["name"] for o in self.objectives}
+        return [k for k in QUICK_SHARES if sum(getattr(objectives.spec(n), "kind", None) == k for n in names) > 1]
 
 
 def _decades(lo: int, hi: int, per_decade: int = 2) -> tuple:
