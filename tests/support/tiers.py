@@ -226,8 +226,6 @@ CASES = {
     # not the next pull, evaluated at the checkpoints).
     "tests/test_measures.py": [f"test_simple_regret_at_a_checkpoint_is_the_final_one_of_the_run_cut_there[[]{name}]"
                                for name in ("kernelts", "hct", "vhct", "soo", "zooming", "bo", "fnucb")],
-    # matvec's tree: the gate keeps the digits shapes and the short odd lengths.
-    "tests/test_portability.py": ["test_matvec_is_pairwise_in_an_order_fixed_by_n[[]33-5]"],
     # The tree algorithms' reference cases: one split and rule variant each stays in the gate.
     "tests/test_soo.py": ["test_noise_free_garland_evaluates_the_reference_points[[]True]"],
     "tests/test_doo.py": ["test_noise_free_garland_evaluates_the_reference_points[[]geometric]"],
