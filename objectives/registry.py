@@ -539,4 +539,3 @@ def _shared_synthetic(name: str, names: list, dim: int) -> tuple:
             raise ValueError(f"shared_with: the synthetic objective {name!r} shares programs with synthetic objectives "
                              f"on its box [{own.lo:g}, {own.hi:g}]^{dim} only, got {other!r}")
     return tuple(REGISTRY[n].fn for n in sorted(set(names)))
-
