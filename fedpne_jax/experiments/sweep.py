@@ -124,17 +124,22 @@ def shared_with(sweep: "Sweep", entry: Entry) -> tuple | None:
     return tuple(names) if len(names) > 1 else None
 
 
+def share_kind(name: str) -> str | None:
+    """The kind of SHAREABLE objective ``name`` is, None if it shares no program: the built-in BBOB and
+    synthetic functions."""
+    return "bbob" if name in objectives.BBOB_REGISTRY else "synthetic" if name in objectives.REGISTRY else None
+
+
 def _share_group(entry: Entry) -> tuple:
-    """(kind, ...) equal for the entries whose functions can share a program: the built-in BBOB
-    functions whatever their dimension (their programs differ by dimension anyway), the built-in
-    synthetic ones of one box and dimension; (None,) for the others."""
+    """(kind, ...) equal for the entries whose functions can share a program: BBOB functions whatever
+    their dimension (their programs differ by dimension anyway), synthetic ones of one box and
+    dimension; (None,) for the others."""
     name = entry.objective["name"]
-    if name in objectives.BBOB_REGISTRY:
-        return ("bbob",)
-    if name in objectives.REGISTRY:
-        s = objectives.REGISTRY[name]
-        return ("synthetic", s.lo, s.hi, entry.objective.get("dim") or s.default_dim)
-    return (None,)
+    kind = share_kind(name)
+    if kind != "synthetic":
+        return (kind,)
+    s = objectives.REGISTRY[name]
+    return (kind, s.lo, s.hi, entry.objective.get("dim") or s.default_dim)
 
 
 @dataclasses.dataclass(frozen=True)

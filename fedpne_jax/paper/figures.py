@@ -21,8 +21,8 @@ from typing import Callable
 
 import numpy as np
 
-import objectives
 from fedpne_jax.core.registry import label
+from fedpne_jax.experiments.sweep import share_kind
 
 SYNTHETIC = ("garland", "doublesine")
 REAL = ("landmine", "covid")
@@ -87,7 +87,7 @@ class Study:
         """The kinds of QUICK_SHARES of which the study has several functions (naming a kind with one
         would change the study's definition, not its programs)."""
         names = {o if isinstance(o, str) else o["name"] for o in self.objectives}
-        return [k for k in QUICK_SHARES if sum(getattr(objectives.spec(n), "kind", None) == k for n in names) > 1]
+        return [k for k in QUICK_SHARES if sum(share_kind(n) == k for n in names) > 1]
 
 
 def _decades(lo: int, hi: int, per_decade: int = 2) -> tuple:
