@@ -15,7 +15,8 @@ its own time budget (scaled down when less is left of ``--budget``), and every r
   equal; where regrets differ, the largest relative difference is recorded.
 * ``fedpne``: the aggregate sampler, Garland, gaussian:0.1, M = 100, T = 10^6 at 10^3, 10^4, 10^5
   seeds: runs/s, compile s, XLA's buffers and the device's peak memory, against this project's 2-core
-  CPU figures (README, Benchmark).
+  CPU figures (README, Benchmark) and against the NumPy reference timed on this machine's processor
+  in the same section (scripts/bench.py's ``reference_rate``).
 * ``perpull``: the ``explicit`` sampler, uniform:0.1, centre and uniform points, M = 100, T = 10^6,
   100 seeds, against the device's floor: the same uniforms drawn and summed in one jitted call,
   threefry and Philox (scripts/bench_perpull.py).
@@ -27,6 +28,9 @@ its own time budget (scaled down when less is left of ``--budget``), and every r
 * ``trees``: every X-armed tree algorithm at 1,000 seeds, T = 10^4, Garland, gaussian:0.1 (PyXAB's
   defaults), against PyXAB's pulls/s measured on this project's CPU (README, Benchmark).
 * ``gp``: KernelTS, GP-UCB, BO and BBO at T = 1,000, 100 and 1,000 seeds.
+* ``cmdbuf``: HCT's rows of ``hct`` and SequOOL's and PCT's of ``trees`` again, with XLA recording
+  while loops and conditionals into command buffers (``SECTION_ENV``): the same programs, without the
+  host's wait on each trip's condition.
 
 The last lines printed are the tables; ``bench_gpu.log`` holds every section's output and
 ``correctness_arrays.npz`` every array the device computed for the fixture's runs.
@@ -51,7 +55,12 @@ import harness  # noqa: E402,F401  (the project on the import path)
 import numpy as np  # noqa: E402
 
 # The order is the order of importance; the seconds are each section's share of a full run.
-SECTIONS = {"correctness": 110, "fedpne": 70, "perpull": 45, "hct": 40, "objectives": 45, "trees": 80, "gp": 30}
+SECTIONS = {"correctness": 110, "fedpne": 70, "perpull": 45, "hct": 40, "objectives": 45, "trees": 150, "gp": 30,
+            "cmdbuf": 40}
+# A section's own environment, set before its process starts JAX (XLA reads its flags once).  cmdbuf
+# records the round loops into CUDA graphs, conditional nodes included, so a loop's trip no longer
+# waits for its condition on the host: "+" adds these kinds to XLA's default list of commands.
+SECTION_ENV = {"cmdbuf": {"XLA_FLAGS": "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL"}}
 # This project's 2-core Intel Xeon, from the README's Benchmark tables (one run each).
 CPU_FEDPNE_RUNS_PER_S = {1000: 25_899, 10_000: 33_351}
 CPU_HCT_PULLS_PER_S = {1000: 561_000}
@@ -299,12 +308,17 @@ def _timed_run(config, objective, seeds: int, repeats: int, **kw) -> dict:
 
 
 def fedpne(quick: bool, deadline: float, emit) -> None:
+    import bench
+
     import fedpne_jax as fp
     import objectives
     from fedpne_jax.core.run import compiled_memory
     M, T = (10, 10**4) if quick else (100, 10**6)
     objective = objectives.make_objective("garland", M)
     config = fp.FedPNEConfig(num_clients=M, horizon=T, noise="gaussian:0.1")
+    reference = bench.reference_rate(config.replace(split="longest"), objective, 5 if quick else 50, False)
+    emit(dict(M=M, T=T, implementation="numpy reference (exact means)", processor=_processor(),
+              reference_runs_per_s=reference))
     for seeds in ((10, 100) if quick else (1_000, 10_000, 100_000)):
         if time.time() > deadline - 5:
             emit(dict(M=M, T=T, seeds=seeds, skipped="out of time"))
@@ -315,7 +329,8 @@ def fedpne(quick: bool, deadline: float, emit) -> None:
         emit(dict(M=M, T=T, seeds=seeds, runs_per_s=seeds / r["seconds"], **r,
                   xla_buffers_mb_per_10k=(mem.argument_size_in_bytes + mem.output_size_in_bytes
                                           + mem.temp_size_in_bytes) / 2**20,
-                  cpu_runs_per_s=cpu, vs_cpu=None if cpu is None else seeds / r["seconds"] / cpu))
+                  cpu_runs_per_s=cpu, vs_cpu=None if cpu is None else seeds / r["seconds"] / cpu,
+                  vs_reference=seeds / r["seconds"] / reference))
 
 
 def perpull(quick: bool, deadline: float, emit) -> None:
@@ -424,8 +439,16 @@ def gp(quick: bool, deadline: float, emit) -> None:
             emit(dict(algorithm=name, T=T, seeds=seeds, **r, device_peak_mb=device_peak_mb()))
 
 
+def cmdbuf(quick: bool, deadline: float, emit) -> None:
+    reference = {("hct", s): v for s, v in CPU_HCT_PULLS_PER_S.items()}
+    T = 2_000 if quick else 10_000
+    _tree_rows(("hct",), (1, 100) if quick else (1, 1_000, 10_000), T, deadline, emit, reference)
+    _tree_rows(("sequool", "pct"), (10,) if quick else (1_000,), T, deadline, emit, PYXAB_PULLS_PER_S)
+
+
 RUNNERS = {"correctness": correctness, "fedpne": fedpne, "perpull": perpull, "hct": hct,
-           "objectives": objective_section, "trees": trees, "gp": gp}
+           "objectives": objective_section, "trees": trees, "gp": gp,
+           "cmdbuf": cmdbuf}
 
 
 # -------------------------------------------------------------------------------------- the driver
@@ -503,7 +526,10 @@ def main(argv=None) -> int:
                 cmd = [sys.executable, os.path.abspath(__file__), "--section", name, "--rows", rows_path, "--out", args.out,
                        "--deadline", str(t0 + budget)] + (["--quick"] if args.quick else []) \
                     + (["--algorithms", args.algorithms] if args.algorithms else [])
-                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+                env = dict(os.environ)
+                for key, value in SECTION_ENV.get(name, {}).items():
+                    env[key] = f"{env.get(key, '')} {value}".strip() if key == "XLA_FLAGS" else value
+                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True, env=env)
                 try:
                     rc = proc.wait(timeout=budget + 20)
                     entry["status"] = "ok" if rc == 0 else f"failed (exit {rc}; see bench_gpu.log)"
