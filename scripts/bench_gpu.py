@@ -453,6 +453,15 @@ RUNNERS = {"correctness": correctness, "fedpne": fedpne, "perpull": perpull, "hc
 
 # -------------------------------------------------------------------------------------- the driver
 
+def section_env(name: str, environ) -> dict:
+    """The environment of section ``name``'s process: the caller's, with the section's own settings;
+    its XLA flags join the caller's rather than replace them."""
+    env = dict(environ)
+    for key, value in SECTION_ENV.get(name, {}).items():
+        env[key] = f"{env.get(key, '')} {value}".strip() if key == "XLA_FLAGS" else value
+    return env
+
+
 def run_section(name: str, quick: bool, deadline: float, rows_path: str, algorithms: list[str] | None,
                 out_dir: str) -> None:
     def emit(row: dict) -> None:
@@ -526,10 +535,8 @@ def main(argv=None) -> int:
                 cmd = [sys.executable, os.path.abspath(__file__), "--section", name, "--rows", rows_path, "--out", args.out,
                        "--deadline", str(t0 + budget)] + (["--quick"] if args.quick else []) \
                     + (["--algorithms", args.algorithms] if args.algorithms else [])
-                env = dict(os.environ)
-                for key, value in SECTION_ENV.get(name, {}).items():
-                    env[key] = f"{env.get(key, '')} {value}".strip() if key == "XLA_FLAGS" else value
-                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+                                        env=section_env(name, os.environ))
                 try:
                     rc = proc.wait(timeout=budget + 20)
                     entry["status"] = "ok" if rc == 0 else f"failed (exit {rc}; see bench_gpu.log)"

@@ -1,6 +1,6 @@
-"""The two pieces of scripts/bench_gpu.py whose output the README quotes: the loop structure read
-from a compiled program (what bounds the tree algorithms on a GPU) and the comparison of a device's
-fixture arrays with another's (which decisions differ)."""
+"""The pieces of scripts/bench_gpu.py whose output the README quotes: the loop structure read from a
+compiled program (what bounds the tree algorithms on a GPU), the comparison of a device's fixture
+arrays with another's (which decisions differ), and the environment of the command-buffer section."""
 import os
 import sys
 
@@ -39,3 +39,12 @@ def test_compare_separates_decisions_from_values():
     assert list(out["values"]) == ["final_regret"]
     assert out["max_rel_value_diff"] == out["values"]["final_regret"]["max_rel"]
     np.testing.assert_allclose(out["max_rel_value_diff"], 2**-20 / (1 + 2**-20), rtol=1e-12)
+
+
+def test_section_env_adds_the_command_buffer_flags_to_the_callers():
+    caller = {"XLA_FLAGS": "--xla_dump_to=/tmp/d", "HOME": "/root"}
+    env = bench_gpu.section_env("cmdbuf", caller)
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/d --xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL"
+    assert env["HOME"] == "/root" and caller["XLA_FLAGS"] == "--xla_dump_to=/tmp/d"
+    assert bench_gpu.section_env("cmdbuf", {})["XLA_FLAGS"] == "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL"
+    assert bench_gpu.section_env("hct", caller) == caller
