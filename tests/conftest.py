@@ -15,8 +15,12 @@ import pytest
 
 import objectives
 from fedpne_jax.algorithms import BUILTIN
-from fedpne_jax.core import executor
+from fedpne_jax.core import compile_cache, executor
 from tests.support import tiers
+
+# The command line keeps compiled programs on disk (compile_cache); the suite's processes, and the
+# ones it starts, compile from scratch and write nothing to the user's cache folder.
+os.environ[compile_cache.ENV] = "off"
 
 # A worker keeps the small programs every file uses (random keys, conversions: about a tenth of the
 # suite's compilation) until its memory passes this; each file's run programs are dropped at its end.
