@@ -16,6 +16,7 @@ algorithms/ (fedpne, trees, arms, gp), experiments/ (sweeps and their storage), 
 from fedpne_jax import algorithms as _builtin_algorithms  # noqa: F401  (registers the built-in algorithms)
 from fedpne_jax.algorithms.fedpne.config import FedPNEConfig
 from fedpne_jax.core.algorithm import Algorithm, Style
+from fedpne_jax.core.compile_cache import enable as enable_compile_cache
 from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.core.diagnostics import LARGE_TABLE, DegenerateRunWarning
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
@@ -36,4 +37,4 @@ __all__ = ["ALGORITHMS", "register", "load_plugin", "Algorithm", "BaselineConfig
            "make_config", "FedPNEConfig", "run", "run_grid", "grid_product", "RunResult",
            "run_sweep", "load_sweep", "SweepResults", "report", "export", "CapacityError", "ObjectiveError", "SweepError", "MissingExtra",
            "DegenerateRunWarning", "LARGE_TABLE",
-           "set_default_devices", "use_devices", "__version__"]
+           "set_default_devices", "use_devices", "enable_compile_cache", "__version__"]

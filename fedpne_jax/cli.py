@@ -15,7 +15,7 @@ import warnings
 import jax
 
 import objectives
-from fedpne_jax.core import registry, sharding
+from fedpne_jax.core import compile_cache, registry, sharding
 from fedpne_jax.core.config import NOISE_KINDS, parse_noise
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
 from fedpne_jax.core.files import WriteError
@@ -265,7 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX",
                                      epilog=f"exit status: 0 done; {EXIT_ERROR} invalid input, or an output that "
                                             f"could not be written (a message says which); {EXIT_INTERRUPTED} "
-                                            f"interrupted (Ctrl-C)")
+                                            f"interrupted (Ctrl-C).  Compiled programs are kept in "
+                                            f"{compile_cache.default_root()} for the next run; "
+                                            f"{compile_cache.ENV}=DIR or =off to change that")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
     _sweep_parser(sub)
@@ -623,6 +625,7 @@ def main(argv=None) -> int:
                     "report": cmd_report, "export": cmd_export}
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
+            compile_cache.enable()
             return commands[args.command](args)
     except (ValueError, MissingExtra, CapacityError, ObjectiveError) as err:
         print(f"fedpne: error: {err}", file=sys.stderr)
