@@ -5,9 +5,8 @@ Every new process compiles its programs again: a figure rerun after a change to 
 resumed after an interruption, the second `fedpne run` of the same shapes.  JAX can store each
 compiled program and load it the next time the same program is asked for (the key is the lowered
 module, the compile options, the XLA flags, the device kind and JAX's version), so the process
-still traces and lowers, but skips XLA.  `fedpne reproduce all --quick` took 384 s in a fresh cache
-and 161 s in a warm one on a 2-core AMD EPYC, with every result array the same bit for bit
-(README, "Compilation cache").
+still traces and lowers, but skips XLA, with every result the same bit for bit (the README's
+"Compilation cache" gives the times).
 
 Where.  ``$FEDPNE_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/fedpne-jax/xla``, else
 ``~/.cache/fedpne-jax/xla``; ``FEDPNE_COMPILE_CACHE=off`` turns it off.  Inside, one folder per JAX
@@ -28,17 +27,19 @@ import os
 import platform
 import stat
 import warnings
-from importlib import metadata
 from pathlib import Path
 
 import jax
+
+from fedpne_jax.core.result import versions
 
 ENV = "FEDPNE_COMPILE_CACHE"
 OFF = ("off", "0", "false", "no", "none")
 MAX_BYTES = 1 << 30
 CACHE_SUFFIXES = ("-cache", "-atime")     # the names JAX gives its entries and their access times
-# A program that compiles faster than this is not worth a file (JAX's default is one second; most
-# of this package's small programs, the centre value's and the key words', compile in 0.1-1 s).
+# A program that compiles faster than this is not worth a file.  Of the quick gallery's 134
+# programs, 48 compile in a second or more (JAX's default threshold), 35 in 0.1-1 s and 51 in less;
+# at 0.1 s its cache holds 78 programs in 9 MB.
 MIN_COMPILE_SECONDS = 0.1
 
 
@@ -69,7 +70,8 @@ def processor_tag(cpuinfo: str | None = None) -> str:
 
 def folder(root: str | os.PathLike) -> Path:
     """The subfolder of ``root`` for this JAX, jaxlib and processor."""
-    return Path(root) / f"jax-{jax.__version__}-jaxlib-{metadata.version('jaxlib')}-{processor_tag()}"
+    v = versions()
+    return Path(root) / f"jax-{v['jax']}-jaxlib-{v['jaxlib']}-{processor_tag()}"
 
 
 def _private(path: Path) -> bool:
