@@ -79,8 +79,8 @@ class Study:
             if table:
                 raw[name] = table
         kinds = sorted({*(["bbob"] if self.share_programs else []), *(self._quick_shares() if quick else [])})
-        if kinds:
-            raw["share_programs"] = True if kinds == ["bbob"] else kinds
+        if kinds:                # sweep.normalise writes ["bbob"] as true, as every definition has it
+            raw["share_programs"] = kinds
         return raw
 
     def _quick_shares(self) -> list:
