@@ -64,6 +64,7 @@ SECTION_ENV = {"cmdbuf": {"XLA_FLAGS": "--xla_gpu_enable_command_buffer=+WHILE,+
 # This project's 2-core Intel Xeon, from the README's Benchmark tables (one run each).
 CPU_FEDPNE_RUNS_PER_S = {1000: 25_899, 10_000: 33_351}
 CPU_HCT_PULLS_PER_S = {1000: 561_000}
+HCT_REFERENCE = {("hct", seeds): rate for seeds, rate in CPU_HCT_PULLS_PER_S.items()}   # _tree_rows' keys
 PYXAB_PULLS_PER_S = {"hct": 3_714, "hoo": 323, "doo": 204, "soo": 2_697, "stosoo": 461, "vhct": 1_407, "poo": 478,
                      "gpo": 1_101, "pct": 14_640, "vpct": 7_125, "sequool": 36_360, "stroquool": 27_670,
                      "zooming": 57_820, "vroom": 7.0}
@@ -370,11 +371,10 @@ def _tree_rows(names, seed_counts, T, deadline, emit, reference: dict) -> None:
 
 def hct(quick: bool, deadline: float, emit, algorithms=None) -> None:
     from fedpne_jax.core import executor
-    reference = {("hct", s): v for s, v in CPU_HCT_PULLS_PER_S.items()}
     T = 2_000 if quick else 10_000
     for name in algorithms or ("hct", "hoo"):
         executor._compiled.clear()
-        _tree_rows((name,), (1, 10, 100) if quick else (1, 1_000, 10_000), T, deadline, emit, reference)
+        _tree_rows((name,), (1, 10, 100) if quick else (1, 1_000, 10_000), T, deadline, emit, HCT_REFERENCE)
         # What bounds a round: the loops of the largest batch's program and the kernels of their trips.
         programs = [exe.as_text() for exe, _ in executor._compiled.values()]
         if programs:
@@ -440,9 +440,8 @@ def gp(quick: bool, deadline: float, emit) -> None:
 
 
 def cmdbuf(quick: bool, deadline: float, emit) -> None:
-    reference = {("hct", s): v for s, v in CPU_HCT_PULLS_PER_S.items()}
     T = 2_000 if quick else 10_000
-    _tree_rows(("hct",), (1, 100) if quick else (1, 1_000, 10_000), T, deadline, emit, reference)
+    _tree_rows(("hct",), (1, 100) if quick else (1, 1_000, 10_000), T, deadline, emit, HCT_REFERENCE)
     _tree_rows(("sequool", "pct"), (10,) if quick else (1_000,), T, deadline, emit, PYXAB_PULLS_PER_S)
 
 
