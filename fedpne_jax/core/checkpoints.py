@@ -25,7 +25,8 @@ def schedule(config) -> dict:
 # Three ways to write a curve at its checkpoints, by how an algorithm's loop advances:
 # * record: a round at a time, a where over the C checkpoints (rounds may be data, as in a grid);
 # * cursor / write / filled: a round at a time in O(1), for static rounds (the tree skeleton);
-# * within / record_span: a span of rounds at a time (a phase), every checkpoint inside it at once.
+# * within / record_span / record_located: a span of rounds at a time (a phase), every checkpoint
+#   inside it at once.
 
 def record(curve, checkpoint_rounds, t, regret):
     """``curve`` with ``regret`` written at the checkpoints equal to round t (one-round-at-a-time
@@ -71,7 +72,13 @@ def within(rounds, start, end):
 def record_span(curve, rounds, start, end, during, after):
     """``curve`` with the checkpoints of rounds start + 1 .. end written: ``after`` at round ``end``, when
     a phase's outcome (a recommendation) takes effect, ``during`` before it."""
-    return jnp.where(within(rounds, start, end), jnp.where(rounds == end, after, during), curve)
+    return record_located(curve, within(rounds, start, end), rounds == end, during, after)
+
+
+def record_located(curve, inside, last, during, after):
+    """:func:`record_span` for checkpoints already located: ``inside`` the span, and whether each is
+    at its ``last`` round."""
+    return jnp.where(inside, jnp.where(last, after, during), curve)
 
 
 # ---------------------------------------------------------------- best-so-far regret and fixed targets

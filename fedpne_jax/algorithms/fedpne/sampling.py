@@ -40,7 +40,7 @@ from objectives.ordered import inclusive_scan, no_contraction, pairwise_mean
 class Estimate(NamedTuple):
     mean: jax.Array       # (cap,) server's mean reward estimate per node
     regret: jax.Array     # (cap,) per-client average regret paid by each node's pulls this phase
-    partial: jax.Array    # (C,) regret of the first part_c pulls of node jc_c
+    partial: jax.Array | None  # (C,) regret of the first part_c pulls of node jc_c: uniform points only
     flags: jax.Array      # () int32
     evaluated: jax.Array  # (4,) int32 objective evaluations, in the units of evaluation.py
     gap: jax.Array        # (cap,) f* - f at the node's centre, inf where not pulled; NaN with uniform points
@@ -92,16 +92,13 @@ def _client_mean(static: Static, params: Params, value, n, successes, z):
     return base
 
 
-def _centre_regret(static, objective, g, pulls, jc, part):
-    """(regret per node, partial regret per checkpoint, flags, gap per pulled node) of pulls at the
-    node centres, whose global values are ``g``: n pulls of a node cost n times its gap, with no
-    per-pull work."""
+def _centre_regret(static, objective, g, pulls):
+    """(regret per node, flags, gap per pulled node) of pulls at the node centres, whose global
+    values are ``g``: n pulls of a node cost n times its gap, with no per-pull work (and the first
+    part_c pulls of row jc_c part_c times, which the phase's checkpoints read, phase.write_span)."""
     gap = objective.f_star - g
     regret = jnp.where(pulls > 0, gap * pulls.astype(gap.dtype), 0.0)
-    row = jnp.minimum(jc, static.capacity - 1)
-    # Gathered from a materialised gap: fused, the objective would be evaluated again per checkpoint.
-    partial = jnp.where(part > 0, jax.lax.optimization_barrier(gap)[row] * part.astype(gap.dtype), 0.0)
-    return regret, partial, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star), \
+    return regret, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star), \
         jnp.where(pulls > 0, gap, jnp.inf)
 
 
@@ -118,18 +115,18 @@ def _centre_values(static, objective, x, pulls, local: bool):
     return values, evaluated
 
 
-def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part) -> Estimate:
+def _centre_estimate(static, params, objective, x, pulls, n, phase_key) -> Estimate:
     used = pulls > 0
     aggregate = static.sampling == "aggregate"
     values, evaluated = _centre_values(static, objective, x, pulls, local=not aggregate)
     g = values[0]
-    regret, partial, flags, gap = _centre_regret(static, objective, g, pulls, jc, part)
+    regret, flags, gap = _centre_regret(static, objective, g, pulls)
     dt = static.float_dtype
     if aggregate:
         scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
         noise = _row_draws(static, phase_key, lambda key: jax.random.normal(key, (ROW_BLOCK,), dt)) \
             if _has_gauss(static) else 0.0
-        return Estimate(g + scale * noise, regret, partial, flags, evaluated, gap)
+        return Estimate(g + scale * noise, regret, None, flags, evaluated, gap)
 
     M = static.num_clients
     local = values[1]                                                    # (cap, M)
@@ -147,7 +144,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key, jc, part
     else:
         z = jnp.zeros_like(local)
     client_means = jax.vmap(jax.vmap(lambda v, b, zz: _client_mean(static, params, v, n, b, zz)))(local, successes, z)
-    return Estimate(pairwise_mean(client_means), regret, partial, flags, evaluated, gap)
+    return Estimate(pairwise_mean(client_means), regret, None, flags, evaluated, gap)
 
 
 def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
@@ -169,10 +166,10 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
 
     if not uniform_points:
         (g, local_c), evaluated = _centre_values(static, objective, centre, pulls, local=True)   # (cap,), (cap, M)
-        regret, partial, flags, gap = _centre_regret(static, objective, g, pulls, jc, part)
+        regret, flags, gap = _centre_regret(static, objective, g, pulls)
         flags = flags | _value_flags(static, local_c, (pulls > 0)[:, None])
         if words == 0:                       # no noise: every reward is the value itself
-            return Estimate(pairwise_mean(local_c), regret, partial, flags, evaluated, gap)
+            return Estimate(pairwise_mean(local_c), regret, None, flags, evaluated, gap)
 
         def block(j, b):
             lanes = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # 4 x (words, M, P/4)
@@ -184,7 +181,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         counts = jnp.maximum(pulls, 1).astype(dt)
         # The clients' mean sum, then one division, kept apart: dividing each client's sum first (or
         # letting XLA fold the two divisions) compiles to other last bits than the eager run.
-        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, partial, flags, evaluated, gap)
+        return Estimate(no_contraction(pairwise_mean(sums)) / counts, regret, None, flags, evaluated, gap)
 
     clients = jnp.arange(M, dtype=jnp.int32)
 
@@ -222,7 +219,8 @@ def estimate(static: Static, params: Params, objective, table, centre, pulls, n,
              complete=True) -> Estimate:
     """Pull every active node ``pulls[row]`` times on every client and return what the server
     receives (its mean over clients) and the regret paid.  ``jc, part`` locate each checkpoint
-    inside the phase: node row jc_c has had part_c of its pulls when checkpoint c is reached.
+    inside the phase: node row jc_c has had part_c of its pulls when checkpoint c is reached (read
+    with uniform points only, whose pulls each have their own regret).
     ``complete``: the phase reaches its end (its estimates are uploaded); a cut phase's estimate
     is never read, and the explicit sampler does not draw it."""
     if static.sampling == "explicit":
@@ -230,4 +228,4 @@ def estimate(static: Static, params: Params, objective, table, centre, pulls, n,
             if static.pull == "uniform" else (None, None)
         return _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
                                   complete)
-    return _centre_estimate(static, params, objective, centre, pulls, n, phase_key, jc, part)
+    return _centre_estimate(static, params, objective, centre, pulls, n, phase_key)
