@@ -21,6 +21,7 @@ from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.core.diagnostics import LARGE_TABLE, DegenerateRunWarning
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
 from fedpne_jax.core.grid import product as grid_product
+from fedpne_jax.core.host_devices import enable as enable_host_devices
 from fedpne_jax.core.registry import NAMES as ALGORITHMS
 from fedpne_jax.core.registry import PluginError, load_plugin, make_config, register
 from fedpne_jax.core.result import RunResult
@@ -37,4 +38,4 @@ __all__ = ["ALGORITHMS", "register", "load_plugin", "Algorithm", "BaselineConfig
            "make_config", "FedPNEConfig", "run", "run_grid", "grid_product", "RunResult",
            "run_sweep", "load_sweep", "SweepResults", "report", "export", "CapacityError", "ObjectiveError", "SweepError", "MissingExtra",
            "DegenerateRunWarning", "LARGE_TABLE",
-           "set_default_devices", "use_devices", "enable_compile_cache", "__version__"]
+           "set_default_devices", "use_devices", "enable_compile_cache", "enable_host_devices", "__version__"]

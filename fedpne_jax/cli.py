@@ -15,7 +15,7 @@ import warnings
 import jax
 
 import objectives
-from fedpne_jax.core import compile_cache, registry, sharding
+from fedpne_jax.core import compile_cache, host_devices, registry, sharding
 from fedpne_jax.core.config import NOISE_KINDS, parse_noise
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
 from fedpne_jax.core.files import WriteError
@@ -267,7 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
                                             f"could not be written (a message says which); {EXIT_INTERRUPTED} "
                                             f"interrupted (Ctrl-C).  Compiled programs are kept in "
                                             f"{compile_cache.default_root()} for the next run; "
-                                            f"{compile_cache.ENV}=DIR or =off to change that")
+                                            f"{compile_cache.ENV}=DIR or =off to change that.  On a CPU every "
+                                            f"core is a device and runs share them; {host_devices.ENV}=N or "
+                                            f"=off to change that")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
     _sweep_parser(sub)
@@ -606,6 +608,12 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        # Before a plugin's import can create JAX's backends, which fix the device count.
+        host_devices.enable()
+    except ValueError as err:
+        print(f"fedpne: error: {err}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         load_plugins(argv)
     except registry.PluginError as err:

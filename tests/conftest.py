@@ -15,12 +15,15 @@ import pytest
 
 import objectives
 from fedpne_jax.algorithms import BUILTIN
-from fedpne_jax.core import compile_cache, executor
+from fedpne_jax.core import compile_cache, executor, host_devices
 from tests.support import tiers
 
 # The command line keeps compiled programs on disk (compile_cache); the suite's processes, and the
 # ones it starts, compile from scratch and write nothing to the user's cache folder.
 os.environ[compile_cache.ENV] = "off"
+# The command line makes every core a device (host_devices) when it is the first to touch JAX, which
+# a test calling it in a worker could be: the suite keeps one device unless a test asks for more.
+os.environ[host_devices.ENV] = "off"
 
 # A worker keeps the small programs every file uses (random keys, conversions: about a tenth of the
 # suite's compilation) until its memory passes this; each file's run programs are dropped at its end.

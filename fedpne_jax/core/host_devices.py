@@ -1,0 +1,69 @@
+"""One XLA device per processor core, so that a batch on a CPU runs on every core.
+
+XLA's CPU backend runs a program on one thread, lending a few large operations to a small pool; a
+batch of runs is one program, so on a 2-core machine the second core was mostly idle (a Fed-PNE run
+at M = 100, T = 10^6, 10^4 seeds kept it busy a third of the time).  Declaring the cores as devices
+lets the executor shard the runs over them (fedpne_jax.core.sharding), each core running the same
+program on its block, and a run's numbers do not depend on the devices.  The README's "Devices and
+hosts" gives the times.
+
+JAX reads the count when it creates its CPU backend, at the first operation on an array, so this
+must come before that; afterwards it changes nothing.  A count the caller chose is kept: JAX's own
+``jax_num_cpu_devices`` (or ``JAX_NUM_CPU_DEVICES``), XLA's ``--xla_force_host_platform_device_count``,
+or ``FEDPNE_HOST_DEVICES`` (a count, or ``off`` for JAX's default of one).  The command line calls
+:func:`enable`; in Python it is ``fp.enable_host_devices()``, before anything runs.
+"""
+from __future__ import annotations
+
+import os
+
+import jax
+
+ENV = "FEDPNE_HOST_DEVICES"
+OFF = ("off", "0", "false", "no", "none", "1")
+XLA_FLAG = "--xla_force_host_platform_device_count"
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity mask, where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def requested(environ=None) -> int | None:
+    """The host device count to set from ``environ``: None where the caller chose one (see the module's
+    docstring) or asked for JAX's default; ValueError for a ``FEDPNE_HOST_DEVICES`` that is neither
+    a positive count nor ``off``."""
+    environ = os.environ if environ is None else environ
+    if XLA_FLAG in environ.get("XLA_FLAGS", "") or environ.get("JAX_NUM_CPU_DEVICES", "").strip():
+        return None
+    if jax.config.values["jax_num_cpu_devices"] != -1:
+        return None
+    value = environ.get(ENV, "").strip().lower()
+    if not value:
+        return cores()
+    if value in OFF:
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"{ENV} must be a positive number of devices or off, got {environ[ENV]!r}")
+    return count
+
+
+def enable(environ=None) -> int | None:
+    """Give JAX's CPU backend one device per core (or ``FEDPNE_HOST_DEVICES``) and return the count
+    set; None when the caller chose a count, asked for the default, or JAX's backends already exist.
+    Results do not change, only how many cores compute them."""
+    count = requested(environ)
+    if count is None or count == 1:
+        return None
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except RuntimeError:          # a backend exists already: its devices stay as they are
+        return None
+    return count

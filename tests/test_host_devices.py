@@ -1,0 +1,68 @@
+"""One XLA device per core on a CPU host (fedpne_jax.core.host_devices): the count asked for, the
+caller's own setting kept, a bad FEDPNE_HOST_DEVICES refused by name, and a command-line run on the
+host's devices equal, seed for seed, to the same run on one device."""
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import fedpne_jax as fp
+from fedpne_jax.cli import main
+from fedpne_jax.core import host_devices
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_the_default_is_one_device_per_core_this_process_may_use():
+    assert host_devices.requested({}) == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("environ", [{"XLA_FLAGS": "--xla_force_host_platform_device_count=3"},
+                                     {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=1"},
+                                     {"JAX_NUM_CPU_DEVICES": "5"},
+                                     {"FEDPNE_HOST_DEVICES": "off"}, {"FEDPNE_HOST_DEVICES": "1"},
+                                     {"FEDPNE_HOST_DEVICES": " OFF "}])
+def test_a_count_the_caller_chose_or_the_default_of_one_is_kept(environ):
+    assert host_devices.requested(environ) is None
+    assert host_devices.enable(environ) is None
+
+
+def test_a_count_asked_for_is_used():
+    assert host_devices.requested({"FEDPNE_HOST_DEVICES": "3"}) == 3
+
+
+@pytest.mark.parametrize("value", ["-2", "two", "1.5", "0x2"])
+def test_a_bad_count_is_refused_naming_the_variable(value, monkeypatch, capsys):
+    with pytest.raises(ValueError, match=f"FEDPNE_HOST_DEVICES must be a positive number of devices or off, got '{value}'"):
+        host_devices.requested({"FEDPNE_HOST_DEVICES": value})
+    monkeypatch.setenv("FEDPNE_HOST_DEVICES", value)
+    assert main(["run", "--seeds", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fedpne: error: FEDPNE_HOST_DEVICES") and "Traceback" not in err
+
+
+def test_after_the_backend_exists_nothing_changes():
+    jax.devices()
+    assert host_devices.enable({"FEDPNE_HOST_DEVICES": "3"}) is None
+    assert jax.config.values["jax_num_cpu_devices"] == -1
+
+
+def test_the_command_line_shards_over_the_host_devices_with_the_numbers_of_one_device(tmp_path):
+    out = tmp_path / "r.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env.update(FEDPNE_HOST_DEVICES="3", JAX_PLATFORMS="cpu")
+    args = ["run", "--objective", "doublesine", "--clients", "3", "--horizon", "2000", "--seeds", "5",
+            "--noise", "gaussian:0.2", "--checkpoints", "10", "--seed", "4"]
+    proc = subprocess.run([sys.executable, "-m", "fedpne_jax", *args, "--output", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["device"].endswith(" x3")            # 5 seeds padded to 6, two a device
+    config = fp.FedPNEConfig(num_clients=3, horizon=2000, noise="gaussian:0.2", checkpoints=10)
+    alone = fp.run(config, "doublesine", seeds=5, base_seed=4, devices=1)
+    np.testing.assert_array_equal(np.array(data["per_seed"]["curves"]), alone.curves)
+    np.testing.assert_array_equal(data["per_seed"]["final_regret"], alone.final_regret)
