@@ -45,6 +45,21 @@ def test_a_bad_count_is_refused_naming_the_variable(value, monkeypatch, capsys):
     assert err.startswith("fedpne: error: FEDPNE_HOST_DEVICES") and "Traceback" not in err
 
 
+class _Device:
+    def __init__(self, platform):
+        self.platform = platform
+
+
+def test_a_call_of_few_runs_stays_on_one_host_device(monkeypatch):
+    cpus, gpus = tuple(_Device("cpu") for _ in range(4)), tuple(_Device("gpu") for _ in range(4))
+    assert host_devices.share(cpus, 5) == cpus            # devices the caller made: as given
+    monkeypatch.setattr(host_devices, "_SET", [4])
+    m = host_devices.MIN_RUNS
+    for runs, used in [(1, 1), (m - 1, 1), (2 * m - 1, 1), (2 * m, 2), (3 * m, 3), (100 * m, 4)]:
+        assert host_devices.share(cpus, runs) == cpus[:used]
+    assert host_devices.share(gpus, 1) == gpus and host_devices.share(cpus[:1], 1) == cpus[:1]
+
+
 def test_after_the_backend_exists_nothing_changes():
     jax.devices()
     assert host_devices.enable({"FEDPNE_HOST_DEVICES": "3"}) is None
@@ -55,14 +70,15 @@ def test_the_command_line_shards_over_the_host_devices_with_the_numbers_of_one_d
     out = tmp_path / "r.json"
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env.update(FEDPNE_HOST_DEVICES="3", JAX_PLATFORMS="cpu")
-    args = ["run", "--objective", "doublesine", "--clients", "3", "--horizon", "2000", "--seeds", "5",
+    seeds = 3 * host_devices.MIN_RUNS            # enough runs to use every host device
+    args = ["run", "--objective", "doublesine", "--clients", "3", "--horizon", "2000", "--seeds", str(seeds),
             "--noise", "gaussian:0.2", "--checkpoints", "10", "--seed", "4"]
     proc = subprocess.run([sys.executable, "-m", "fedpne_jax", *args, "--output", str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
-    assert data["device"].endswith(" x3")            # 5 seeds padded to 6, two a device
+    assert data["device"].endswith(" x3")
     config = fp.FedPNEConfig(num_clients=3, horizon=2000, noise="gaussian:0.2", checkpoints=10)
-    alone = fp.run(config, "doublesine", seeds=5, base_seed=4, devices=1)
+    alone = fp.run(config, "doublesine", seeds=seeds, base_seed=4, devices=1)
     np.testing.assert_array_equal(np.array(data["per_seed"]["curves"]), alone.curves)
     np.testing.assert_array_equal(data["per_seed"]["final_regret"], alone.final_regret)

@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from fedpne_jax.core import checkpoints, sharding
+from fedpne_jax.core import checkpoints, host_devices, sharding
 from fedpne_jax.core.validation import SEED_MAX, is_int, is_seed
 
 
@@ -154,8 +154,10 @@ def device_args(params, base_seed, seed_ids, grid_index=None, mesh=None, objecti
     return replicate(params), sharding.put(words, runs), grid, replicate(objective)
 
 
-def _devices(devices):
+def _devices(devices, runs: int | None = None):
     selected = sharding.select_devices(devices)
+    if runs is not None:
+        selected = host_devices.share(selected, runs)
     return selected, (sharding.mesh(selected) if len(selected) > 1 else None)
 
 
@@ -208,8 +210,8 @@ def execute(run_single, static, params, objective, base_seed: int, seed_ids: np.
     ``pad_to``: compute at least this many runs (the extra ones repeat the last run and are dropped),
     so that calls of different sizes share one compiled program.
     """
-    selected, mesh = _devices(devices)
     n = len(seed_ids)
+    selected, mesh = _devices(devices, max(n, pad_to or 0))     # as memory() sized the padded call
     size = sharding.padded_size(n, len(selected), pad_to)
     ids = sharding.pad(seed_ids, size)
     grid = None if grid_index is None else sharding.pad(grid_index, size)
@@ -252,7 +254,7 @@ def memory(run_single, static, params, objective, seeds: int, *, grid: bool = Fa
     """XLA's memory statistics of the program running ``seeds`` runs (compiling it if needed); with
     several devices, the statistics of one device's share.  ``grid``: params are stacked (see execute).
     The program is the one :func:`execute` then runs for that many runs (same signature, same device)."""
-    selected, mesh = _devices(devices)
+    selected, mesh = _devices(devices, seeds)
     size = sharding.padded_size(seeds, len(selected))
     grid_index = np.zeros(size, np.int32) if grid else None
     with _context(static, selected, mesh):

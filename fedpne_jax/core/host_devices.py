@@ -7,6 +7,9 @@ lets the executor shard the runs over them (fedpne_jax.core.sharding), each core
 program on its block, and a run's numbers do not depend on the devices.  The README's "Devices and
 hosts" gives the times.
 
+A call of few runs stays on one device (``share``): a sharded program takes longer to compile,
+which small calls do not win back.
+
 JAX reads the count when it creates its CPU backend, at the first operation on an array, so this
 must come before that; afterwards it changes nothing.  A count the caller chose is kept: JAX's own
 ``jax_num_cpu_devices`` (or ``JAX_NUM_CPU_DEVICES``), XLA's ``--xla_force_host_platform_device_count``,
@@ -22,6 +25,11 @@ import jax
 ENV = "FEDPNE_HOST_DEVICES"
 OFF = ("off", "0", "false", "no", "none", "1")
 XLA_FLAG = "--xla_force_host_platform_device_count"
+# A call shards over the host devices only when each gets this many runs: below it, compiling the
+# sharded program costs more than the second core saves (the quick gallery's calls of 4-12 runs
+# took 14 % longer sharded over two cores; 100 seeds of Fed-PNE or of a tree algorithm run faster).
+MIN_RUNS = 32
+_SET = [0]           # the count enable() set, 0 when it set none
 
 
 def cores() -> int:
@@ -66,4 +74,14 @@ def enable(environ=None) -> int | None:
         jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:          # a backend exists already: its devices stay as they are
         return None
+    _SET[0] = count
     return count
+
+
+def share(devices: tuple, runs: int) -> tuple:
+    """The devices a call of ``runs`` runs uses: all of ``devices``, except that host devices made
+    by :func:`enable` take at most one per MIN_RUNS runs (at least one).  Devices the caller made
+    (XLA's flag, several processes, accelerators) are used as given."""
+    if not _SET[0] or len(devices) < 2 or jax.process_count() > 1 or any(d.platform != "cpu" for d in devices):
+        return devices
+    return devices[:max(1, min(len(devices), runs // MIN_RUNS))]
