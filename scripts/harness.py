@@ -1,5 +1,6 @@
-"""What every benchmark script shares: the project on the import path, best-of-N timing, the device
-line, a plain table and the JSON file, and the command line of a section (``--quick``, ``--out``).
+"""What every benchmark script shares: the project on the import path, the host's cores as devices
+(as the command line has them), best-of-N timing, the device line, a plain table and the JSON file,
+and the command line of a section (``--quick``, ``--out``).
 
 A section script defines ``rows(quick) -> list[dict]`` and, optionally, ``table(rows) -> str``; run
 alone it calls :func:`main`; ``scripts/bench.py`` imports it and runs many sections in one process.
@@ -17,8 +18,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:        # the project (and its test-support package, tests.support) from a checkout
     sys.path.insert(0, ROOT)
 
+from fedpne_jax.core import host_devices  # noqa: E402
 from fedpne_jax.core.files import write_json  # noqa: E402
 from fedpne_jax.core.result import device_name, versions  # noqa: E402
+
+# What the command line runs on: a CPU's cores as devices (FEDPNE_HOST_DEVICES=off: one device).
+host_devices.enable()
 
 
 def best_seconds(fn: Callable[[], object], repeats: int) -> float:
