@@ -94,8 +94,8 @@ def _client_mean(static: Static, params: Params, value, n, successes, z):
 
 def _centre_regret(static, objective, g, pulls):
     """(regret per node, flags, gap per pulled node) of pulls at the node centres, whose global
-    values are ``g``: n pulls of a node cost n times its gap, with no per-pull work (and the first
-    part_c pulls of row jc_c part_c times, which the phase's checkpoints read, phase.write_span)."""
+    values are ``g``: n pulls of a node cost n times its gap, with no per-pull work (a checkpoint
+    within a node's pulls is priced the same way, by phase.write_span)."""
     gap = objective.f_star - g
     regret = jnp.where(pulls > 0, gap * pulls.astype(gap.dtype), 0.0)
     return regret, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star), \
