@@ -82,3 +82,30 @@ def test_the_command_line_shards_over_the_host_devices_with_the_numbers_of_one_d
     alone = fp.run(config, "doublesine", seeds=seeds, base_seed=4, devices=1)
     np.testing.assert_array_equal(np.array(data["per_seed"]["curves"]), alone.curves)
     np.testing.assert_array_equal(data["per_seed"]["final_regret"], alone.final_regret)
+
+
+SMALL_AND_LARGE = """
+import numpy as np
+import fedpne_jax as fp
+from fedpne_jax.core import executor, host_devices
+assert fp.enable_host_devices() == 3
+config = fp.FedPNEConfig(num_clients=3, horizon=2000, noise="gaussian:0.2", checkpoints=10)
+counts = []
+for seeds in (5, 3 * host_devices.MIN_RUNS):
+    before = executor.trace_count()
+    both = [fp.run(config, "doublesine", seeds=seeds, devices=d) for d in ("all", 1)]
+    counts.append(executor.trace_count() - before)
+    assert np.array_equal(both[0].curves, both[1].curves) and np.array_equal(both[0].metrics["hits"], both[1].metrics["hits"])
+print(counts)
+"""
+
+
+def test_a_small_call_is_traced_once_and_every_call_gives_the_numbers_of_one_device():
+    # 5 seeds stay on one host device: the program sized for them is the one that runs, and the
+    # explicit one-device call reuses it (one trace); 96 seeds use all three, then one (two traces).
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env.update(FEDPNE_HOST_DEVICES="3", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-c", SMALL_AND_LARGE], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[-2] == "[1, 2]"

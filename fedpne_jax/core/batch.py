@@ -59,13 +59,14 @@ class Batch:
         return executor.memory(self.algorithm.run_single, self.static, self.params, self.objective, runs,
                                grid=self.grid, devices=self.devices)
 
-    def run_bytes(self) -> int:
+    def run_bytes(self, runs: int | None = None) -> int:
         """Host bytes one run keeps until its result is built: its outputs (the arrays calls stream
         into), the result's 8-byte copies of them (curves and metrics become float64 / int64) and its
-        seed and grid indices.  From the outputs' shapes, traced, not compiled."""
+        seed and grid indices.  From the outputs' shapes, traced, not compiled, as for a call of
+        ``runs`` runs (which then reuses the trace)."""
         shapes = executor.output_shapes(self.algorithm.run_single, self.static,
                                         self.algorithm.make_params(self.configs[0], self.tables), self.objective,
-                                        self.devices)
+                                        self.devices, runs)
         return sum(math.prod(s.shape) * (s.dtype.itemsize + 8) for s in jax.tree.leaves(shapes)) + 16
 
 

@@ -293,15 +293,15 @@ def fit_runs(total: int, budget: int, devices: int, measure: Callable[[int], int
 _OUTPUT_SHAPES: dict = {}
 
 
-def output_shapes(run_single, static, params, objective, devices=None):
+def output_shapes(run_single, static, params, objective, devices=None, runs: int | None = None):
     """What one run returns, as a pytree of jax.ShapeDtypeStruct: traced abstractly
     (jax.eval_shape), never compiled, once per signature; the program :func:`execute` then compiles
-    on ``devices`` reuses the trace."""
+    for a call of ``runs`` runs on ``devices`` reuses the trace."""
     objective = _centre_slot(objective, static)
     leaves, treedef = jax.tree.flatten((params, objective))
     signature = (run_single, static, treedef, tuple((np.shape(x), _dtype(x)) for x in leaves))
     if signature not in _OUTPUT_SHAPES:
-        with _context(static, *_devices(devices)):
+        with _context(static, *_devices(devices, runs)):
             _OUTPUT_SHAPES[signature] = jax.eval_shape(_one_run, run_single, static, params, objective,
                                                        seed_key(0, 0))
     return _OUTPUT_SHAPES[signature]

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 import objectives
-from fedpne_jax.core import diagnostics, executor, registry
+from fedpne_jax.core import diagnostics, executor, host_devices, registry
 from fedpne_jax.core.algorithm import Algorithm, describe
 from fedpne_jax.core.algorithm import check_inputs as check_pair
 from fedpne_jax.core.batch import Batch, prepare, stack_params  # noqa: F401  (stack_params: re-exported)
@@ -95,8 +95,8 @@ def check_host_memory(groups: Sequence[tuple[Batch, int]]) -> None:
     (batch, seeds per configuration)) need more bytes than the host has available, naming the figure:
     bytes per seed x seeds.  (The memory budget bounds one call's device buffers, which chunking keeps
     under it; the results are kept on the host, whose free memory is the limit.)"""
-    per_run = [batch.run_bytes() for batch, _ in groups]
     runs = [len(batch.configs) * seeds for batch, seeds in groups]
+    per_run = [batch.run_bytes(n) for (batch, _), n in zip(groups, runs)]
     total = sum(b * n for b, n in zip(per_run, runs))
     available = executor.available_memory()
     if available is None or total <= available:
@@ -287,8 +287,10 @@ def _run_growing(batch: Batch, grid_index, ids, base_seed, grow, pad_to, budget=
             before = executor.compile_seconds()
             size = _call_runs(batch, pending.size, budget)
             compile_s += executor.compile_seconds() - before
-            if size < pending.size:
-                pad_to = size      # every call, the last one too, runs the program that was sized
+            # Every call, the last one too, runs the program that was sized (which a call of all the
+            # runs may pad further: on host devices, see host_devices.share, both decide by its size).
+            if size < pending.size or (budget is not None and pad_to is None):
+                pad_to = size
         call, rest = pending[:size], pending[size:]
         out, c_s, r_s = batch.execute(base_seed, ids[call], None if grid_index is None else grid_index[call], pad_to)
         if not rest.size:
@@ -324,7 +326,7 @@ def _call_runs(batch: Batch, runs: int, budget) -> int:
     executor.fit_runs finds from XLA's memory analysis of the program (which the calls then run)."""
     if budget is None or jax.config.jax_disable_jit:  # type: ignore[attr-defined]  # a runtime flag attribute
         return runs
-    n = len(batch.devices)
+    n = len(host_devices.share(batch.devices, runs))
     size, need = executor.fit_runs(runs, budget, n, lambda R: executor.memory_bytes(batch.memory(R)))
     if need > budget:
         warnings.warn(f"{size // n} run(s) per device need {need:,} bytes, above the memory "
