@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from fedpne_jax.core import executor, sharding
+from fedpne_jax.core import executor, host_devices, sharding
 from fedpne_jax.core import run as runs
 from fedpne_jax.core.diagnostics import DegenerateRunWarning
 from fedpne_jax.core.grid import group_indices
@@ -130,8 +130,8 @@ def call_size(name, configs, objective, entries, gaps, S: int, budget: int, devi
     """(R, calls, bytes per device of the program) with every pending run in one call if XLA's memory
     analysis says it fits ``budget`` bytes per device, else fewer per call, shrunk in proportion
     (memory grows about linearly with the runs) until it fits.  At least one run per device."""
-    n = len(devices)
     limit = sum(b - a for e in entries for a, b in gaps[e.id])
+    n = len(host_devices.share(devices, limit))      # the devices a call of them all uses
     planned = {}
 
     def plan_runs(limit):
