@@ -287,10 +287,8 @@ def _run_growing(batch: Batch, grid_index, ids, base_seed, grow, pad_to, budget=
             before = executor.compile_seconds()
             size = _call_runs(batch, pending.size, budget)
             compile_s += executor.compile_seconds() - before
-            # Every call, the last one too, runs the program that was sized (which a call of all the
-            # runs may pad further: on host devices, see host_devices.share, both decide by its size).
-            if size < pending.size or (budget is not None and pad_to is None):
-                pad_to = size
+            if size < pending.size:
+                pad_to = size      # every call, the last one too, runs the program that was sized
         call, rest = pending[:size], pending[size:]
         out, c_s, r_s = batch.execute(base_seed, ids[call], None if grid_index is None else grid_index[call], pad_to)
         if not rest.size:
