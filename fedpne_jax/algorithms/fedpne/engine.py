@@ -47,13 +47,13 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
     state = phase_lib.init_state(static, objective, partition_key, scale, gap)
 
     def body(s):
-        s = phase_lib.write_span(static, params, s)
+        s = phase_lib.write_span(static, s)
         s = phase_lib.expand_until_ready(static, params, s)
         after = phase_lib.run_phase(static, params, objective, sample_key, s)
         return jax.tree.map(lambda a, b: jnp.where(s.flags == 0, a, b), after, s)
 
     state = jax.lax.while_loop(lambda s: (s.t < params.horizon) & (s.flags == 0), body, state)
-    state = phase_lib.write_span(static, params, state)
+    state = phase_lib.write_span(static, state)
     return Outputs(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
                      state.recommendation, state.max_active, state.flags, state.evaluations, state.best_curve,
                      state.best.hits, scale, state.simple_curve)

@@ -220,7 +220,7 @@ def _locate(rounds, t, t_end, n):
     return inside, jc, jnp.where(inside, offset - jc * n, 0)
 
 
-def write_span(static: Static, params: Params, state: RunState) -> RunState:
+def write_span(static: Static, state: RunState) -> RunState:
     """``state`` with the checkpoints of its last phase (``state.span``) written into its three
     curves: the regret paid by the rows before each checkpoint's row and by the first pulls of its
     own, the best gap among the rows begun by then, and the recommendation (the phase's new one
