@@ -1,16 +1,13 @@
 """One XLA device per core on a CPU host (fedpne_jax.core.host_devices): the count asked for, the
 caller's own setting kept, a bad FEDPNE_HOST_DEVICES refused by name, and a command-line run on the
 host's devices equal, seed for seed, to the same run on one device."""
-import json
 import os
 import subprocess
 import sys
 
 import jax
-import numpy as np
 import pytest
 
-import fedpne_jax as fp
 from fedpne_jax.cli import main
 from fedpne_jax.core import host_devices
 
@@ -66,46 +63,42 @@ def test_after_the_backend_exists_nothing_changes():
     assert jax.config.values["jax_num_cpu_devices"] == -1
 
 
-def test_the_command_line_shards_over_the_host_devices_with_the_numbers_of_one_device(tmp_path):
-    out = tmp_path / "r.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
-    env.update(FEDPNE_HOST_DEVICES="3", JAX_PLATFORMS="cpu")
-    seeds = 3 * host_devices.MIN_RUNS            # enough runs to use every host device
-    args = ["run", "--objective", "doublesine", "--clients", "3", "--horizon", "2000", "--seeds", str(seeds),
-            "--noise", "gaussian:0.2", "--checkpoints", "10", "--seed", "4"]
-    proc = subprocess.run([sys.executable, "-m", "fedpne_jax", *args, "--output", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(out.read_text())
-    assert data["device"].endswith(" x3")
-    config = fp.FedPNEConfig(num_clients=3, horizon=2000, noise="gaussian:0.2", checkpoints=10)
-    alone = fp.run(config, "doublesine", seeds=seeds, base_seed=4, devices=1)
-    np.testing.assert_array_equal(np.array(data["per_seed"]["curves"]), alone.curves)
-    np.testing.assert_array_equal(data["per_seed"]["final_regret"], alone.final_regret)
-
-
-SMALL_AND_LARGE = """
+# One process, so that its three programs compile once: the command line shards 96 seeds over three
+# host devices; the same run on one device equals it; 5 seeds stay on one device, where the program
+# sized for them is the one that runs and an explicit one-device call reuses it.
+SHARDED_AND_ALONE = """
+import json, sys
+import jax
 import numpy as np
 import fedpne_jax as fp
+from fedpne_jax.cli import main
 from fedpne_jax.core import executor, host_devices
-assert fp.enable_host_devices() == 3
+seeds = 3 * host_devices.MIN_RUNS
+args = ["run", "--objective", "doublesine", "--clients", "3", "--horizon", "2000", "--seeds", str(seeds),
+        "--noise", "gaussian:0.2", "--checkpoints", "10", "--seed", "4", "--output", sys.argv[1]]
+counts = [executor.trace_count()]
+assert main(args) == 0 and jax.device_count() == 3
+counts.append(executor.trace_count())
+data = json.load(open(sys.argv[1]))
 config = fp.FedPNEConfig(num_clients=3, horizon=2000, noise="gaussian:0.2", checkpoints=10)
-counts = []
-for seeds in (5, 3 * host_devices.MIN_RUNS):
-    before = executor.trace_count()
-    both = [fp.run(config, "doublesine", seeds=seeds, devices=d) for d in ("all", 1)]
-    counts.append(executor.trace_count() - before)
-    assert np.array_equal(both[0].curves, both[1].curves) and np.array_equal(both[0].metrics["hits"], both[1].metrics["hits"])
-print(counts)
+alone = fp.run(config, "doublesine", seeds=seeds, base_seed=4, devices=1)
+counts.append(executor.trace_count())
+assert np.array_equal(np.array(data["per_seed"]["curves"]), alone.curves)
+assert np.array_equal(data["per_seed"]["final_regret"], alone.final_regret)
+few = [fp.run(config, "doublesine", seeds=5, devices=d) for d in ("all", 1)]
+counts.append(executor.trace_count())
+assert np.array_equal(few[0].curves, few[1].curves) and np.array_equal(few[0].metrics["hits"], few[1].metrics["hits"])
+print(data["device"])
+print(np.diff(counts).tolist())
 """
 
 
-def test_a_small_call_is_traced_once_and_every_call_gives_the_numbers_of_one_device():
-    # 5 seeds stay on one host device: the program sized for them is the one that runs, and the
-    # explicit one-device call reuses it (one trace); 96 seeds use all three, then one (two traces).
+def test_the_command_line_shards_over_the_host_devices_and_a_small_call_stays_on_one(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env.update(FEDPNE_HOST_DEVICES="3", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
-    proc = subprocess.run([sys.executable, "-c", SMALL_AND_LARGE], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", SHARDED_AND_ALONE, str(tmp_path / "r.json")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split("\n")[-2] == "[1, 2]"
+    device, counts = proc.stdout.split("\n")[-3:-1]
+    assert device.endswith(" x3")
+    assert counts == "[1, 1, 1]"       # the sharded program, the one-device program, the small call's
