@@ -343,3 +343,34 @@ def test_parallel_instances_are_independent_runs_on_their_rounds():
     assert out.depth[0] == max(alone[0].depth[0], alone[1].depth[0])
     with jax.enable_x64(True):
         assert_book(out, 0, objective, static.checkpoint_rounds)
+
+
+def _chain_numpy(is_last, at_node, u, sib):
+    """The B chain step by step, from the deepest row up: -inf below the node, at_node at it,
+    min(U, max(B below, sibling's B)) above."""
+    out, cur = np.empty_like(u), np.float32(-np.inf)
+    for j in reversed(range(u.shape[0])):
+        cur = at_node[j] if is_last[j] else min(u[j], max(cur, sib[j]))
+        out[j] = cur
+    return out
+
+
+def test_the_b_chain_by_loop_and_by_scan_equals_the_step_by_step_chain():
+    """Both ways of computing B along a path (the CPU's loop, the scan used elsewhere), at every
+    path length, with ties and infinities among the values, alone and vmapped: bit for bit."""
+    rng = np.random.default_rng(7)
+    h, runs = 34, 64
+    pick = lambda *shape: rng.choice(np.float32([-np.inf, np.inf, 0.25, 0.5, 0.75, 1.0]), shape)
+    u, sib, at_node = pick(runs, h), pick(runs, h), pick(runs, h)
+    noisy = rng.random((runs, h)) < 0.5
+    u = np.where(noisy, rng.random((runs, h)).astype(np.float32), u)
+    last = rng.integers(0, h, runs)
+    last[:h] = np.arange(h)
+    is_last = np.arange(h)[None, :] == last[:, None]
+    want = np.stack([_chain_numpy(*(a[r] for a in (is_last, at_node, u, sib))) for r in range(runs)])
+    for fn in (tree.chain_loop, tree.chain_scan, tree.chain):
+        got = np.asarray(jax.jit(jax.vmap(fn))(is_last, at_node, u, sib))
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=fn.__name__)
+        one = fn(*(jnp.asarray(a[3]) for a in (is_last, at_node, u, sib)))
+        np.testing.assert_array_equal(np.asarray(one).view(np.uint32),
+                                      want[3].view(np.uint32), err_msg=fn.__name__)

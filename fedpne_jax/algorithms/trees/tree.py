@@ -470,24 +470,41 @@ def descent(stop_rule: Optional[Callable] = None) -> Callable:
     return select
 
 
-def _chain(is_last, at_node, u, sib, dtype):
-    """B along the path, bottom-up: -inf below the node, at_node at it, min(U, max(B below, sibling's
-    B)) above.
+def chain_loop(is_last, at_node, u, sib):
+    """B along a path (see :func:`chain`) by a loop over its rows, one small kernel a row."""
+    h = u.shape[0]
 
-    Row j applies f_j(x) = min(a_j, max(x, b_j)) to the B below it (the node: a = b = at_node, a
-    constant), and such functions compose in closed form, f_2(f_1(x)) = min(min(a_2, max(a_1, b_2)),
-    max(x, max(b_1, b_2))), so the chain is an associative scan of log depth.  Unrolled step by step,
-    XLA recomputed every step's prefix inside each step's kernel: O(height^2) work a round, half of a
-    round of PCT (height 34).  min and max select one of their operands, so every B is the value
-    the step-by-step chain gives."""
-    a = jnp.where(is_last, at_node, u)
-    b = jnp.where(is_last, at_node, sib)
+    def body(i, state):
+        cur, out = state
+        j = h - 1 - i
+        cur = jnp.where(is_last[j], at_node[j], jnp.minimum(u[j], jnp.maximum(cur, sib[j])))
+        return cur, out.at[j].set(cur)
 
+    return jax.lax.fori_loop(0, h, body, (jnp.asarray(-jnp.inf, u.dtype), jnp.zeros((h,), u.dtype)))[1]
+
+
+def chain_scan(is_last, at_node, u, sib):
+    """B along a path (see :func:`chain`) by an associative scan of log depth: f_j(x) = min(a_j,
+    max(x, b_j)) compose in closed form, f_2(f_1(x)) = min(min(a_2, max(a_1, b_2)), max(x, max(b_1,
+    b_2)))."""
     def then(below, above):          # above after below (the scan runs from the deepest row up)
         return jnp.minimum(above[0], jnp.maximum(below[0], above[1])), jnp.maximum(below[1], above[1])
 
-    a, b = jax.lax.associative_scan(then, (a, b), reverse=True)
+    a, b = jax.lax.associative_scan(then, (jnp.where(is_last, at_node, u), jnp.where(is_last, at_node, sib)),
+                                    reverse=True)
     return jnp.minimum(a, b)         # applied to -inf
+
+
+def chain(is_last, at_node, u, sib):
+    """B along the path, bottom-up: -inf below the node, at_node at it, min(U, max(B below, sibling's
+    B)) above: row j applies f_j(x) = min(a_j, max(x, b_j)) to the B below it (the node: a = b =
+    at_node, a constant).
+
+    On a CPU a loop (:func:`chain_loop`); elsewhere, where a kernel costs microseconds to launch, a
+    scan (:func:`chain_scan`).  Unrolled step by step, XLA recomputed every step's prefix inside each
+    step's kernel: O(height^2) work a round, half of a round of PCT (height 34).  min and max select
+    one of their operands, so both give the step-by-step chain's B, bit for bit."""
+    return jax.lax.platform_dependent(is_last, at_node, u, sib, cpu=chain_loop, default=chain_scan)
 
 
 def _recompute_b(spec: TreeSpec, rows, path, length, u):
@@ -502,7 +519,7 @@ def _recompute_b(spec: TreeSpec, rows, path, length, u):
     at_node = jnp.where(child >= 0, jnp.minimum(u, jnp.maximum(b0, b1)), u)
     upper = jnp.roll(path, -1) != child                       # path[j+1] is the upper child
     sib = jnp.where(upper, b0, b1)
-    b = _chain(idx == last, at_node, u, sib, spec.dtype)
+    b = chain(idx == last, at_node, u, sib)
     below = jnp.roll(b, -1)
     inner = idx < last
     return b, jnp.where(inner, jnp.where(upper, sib, below), b0), jnp.where(inner, jnp.where(upper, below, sib), b1)
