@@ -46,9 +46,9 @@ bases, and PyXAB 0.3.0's own GPO and PCT on Garland (tests/test_gpo.py).
 
 Cost.  One node table, the current instance's (its rows are reused by the next; sized for the
 largest instance, meta.py): a round costs one base selection and at most one base update, as the
-base alone.  Per run and round at T = 10^4, 100 seeds, rho_max = 0.9, on a loaded 2-core machine:
-3.0 us over T-HOO and 4.8 us over HCT (instances with rho near 1 grow trees of depth 28-33), 0.5
-and 0.8 us under PyXAB's rule (its one instance has rho_max^(2N/3)), against 1.6 us for HCT alone
+base alone.  Per run and round at T = 10^4, 1,000 seeds, rho_max = 0.9, on one device of a 2-core
+AMD EPYC: 1.7 us over HCT (instances with rho near 1 grow trees of depth 28-33; 2.9 us while the B
+chain along a path was unrolled, see tree.chain), 3.1 us over VHCT, against 0.5 us for HCT alone
 with rho = 0.5.  ``nodes`` and ``depth`` are those of the last instance's tree.
 """
 from __future__ import annotations
