@@ -13,10 +13,10 @@ parameters (nu = 1, rho = 0.5, c = 0.1, delta = 0.01); T = 10^4 (--quick: 2,000)
 PyXAB's T_HOO re-sums every node's reward list every round, so it slows as it runs (about 37 pulls/s
 over a whole T = 10^4 run); it is timed over its first REFERENCE_ROUNDS rounds of a T = 10^4 run,
 which overstates its rate and so understates the ratio.  DOO and SOO (both rules, ``soo`` the paper's
-and ``soo-pyxab`` PyXAB's) are timed against PyXAB for TIME_BUDGET seconds: as many whole runs as fit, or the first rounds of
-one run where a run takes longer (PyXAB's DOO, O(nodes) a round, slows as it runs, so its rate over the first rounds is again an
-overstatement).  HCT rows use ``expand='leaf'`` (the
-default); the ``hct-pyxab`` row uses PyXAB's own expansion rule, the like-for-like comparison, and
+and ``soo-pyxab`` PyXAB's) are timed against PyXAB for TIME_BUDGET seconds: as many whole runs as
+fit, or the first rounds of one run where a run takes longer (PyXAB's DOO, O(nodes) a round, slows as
+it runs, so its rate over the first rounds is again an overstatement).  HCT rows use
+``expand='leaf'`` (the default); the ``hct-pyxab`` row uses PyXAB's own expansion rule, the like-for-like comparison, and
 also reports both mean regrets (PyXAB's over its few timed runs).  StoSOO, VHCT, POO, GPO, PCT,
 VPCT, SequOOL, StroquOOL, Zooming and VROOM (PyXAB's defaults, VROOM's b = f_max = 1; POO and GPO over T-HOO, PyXAB's default base) are timed as DOO
 and SOO: PyXAB for TIME_BUDGET seconds, the batched runs with both rules where
