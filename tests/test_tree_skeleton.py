@@ -374,3 +374,64 @@ def test_the_b_chain_by_loop_and_by_scan_equals_the_step_by_step_chain():
         one = fn(*(jnp.asarray(a[3]) for a in (is_last, at_node, u, sib)))
         np.testing.assert_array_equal(np.asarray(one).view(np.uint32),
                                       want[3].view(np.uint32), err_msg=fn.__name__)
+
+
+def _numpy_refresh(rows, size, u_of):
+    """U of the credited rows (+inf otherwise) and B bottom-up over rows [0, size), from the table's
+    columns alone."""
+    count, child = rows[:size, tree.COUNT], rows[:size, tree.CHILD]
+    mean = rows[:size, tree.MEAN].view(np.float32)
+    u = np.where(count > 0, u_of(mean, np.maximum(count, 1), rows[:size, tree.DEPTH], np.arange(size)),
+                 np.inf).astype(np.float32)
+    b = u.copy()
+    for r in np.argsort(-rows[:size, tree.DEPTH], kind="stable"):        # deepest first
+        if child[r] >= 0:
+            b[r] = min(u[r], max(b[child[r]], b[child[r] + 1]))
+    return u, b
+
+
+def test_a_refresh_bounded_by_the_rows_in_use_equals_a_whole_table_pass():
+    """tree.refresh with ``live`` recomputes only a prefix (tree.prefix_sizes) of the table: U and B
+    of every row of the tree equal a NumPy recomputation and the whole-table pass, bit for bit, at
+    every k whose bound (tree.rows_after_updates) holds the tree; rows past the prefix keep their
+    stale values (rows a previous tree left, which nothing reaches)."""
+    rng = np.random.default_rng(3)
+    objective = _vee((0.3, 0.6))
+    capacity = 300
+    spec = tree.make_spec(capacity, 40, objective, "random", "float32")
+    assert tree.prefix_sizes(capacity) == (5, 17, 65, 257, 300)
+    stale = rng.integers(-1, capacity - 1, (capacity, tree.BOX)).astype(np.int32)
+    m2 = rng.random(capacity).astype(np.float32)
+
+    def u_fn(mean, count, depth, second):
+        return mean + 0.5 ** depth.astype(mean.dtype) + jnp.sqrt(second / count.astype(mean.dtype))
+
+    def refresh(table, live):
+        return tree.refresh(spec, table, u_fn, live=live, per_row=(jnp.asarray(m2),))
+
+    bounded = jax.jit(refresh)
+    whole = jax.jit(lambda table: tree.refresh(spec, table, u_fn, per_row=(jnp.asarray(m2),)))
+    grow = jax.jit(lambda table, node, u: tree.expand(spec, table, node, True, u))
+    for k, updates in ((0, 0), (1, 1), (2, 3), (3, 7), (5, 31), (6, 63), (7, 127), (8, 140)):
+        table = tree.init(spec, objective.lo, objective.hi, jax.random.key(k))
+        rows = np.asarray(table.rows).copy()
+        rows[3:, :tree.BOX] = stale[3:]                       # a previous tree's rows past the root's
+        table = table._replace(rows=jnp.asarray(rows))
+        for _ in range(updates):                               # one expansion an update
+            leaves = np.flatnonzero(np.asarray(table.rows)[:int(table.size), tree.CHILD] < 0)
+            table, overflow = grow(table, np.int32(rng.choice(leaves)), np.float32(rng.random()))
+            assert not overflow
+        size = int(table.size)
+        assert size <= int(tree.rows_after_updates(k))
+        rows = np.asarray(table.rows).copy()
+        rows[:size, tree.COUNT] = rng.integers(0, 3, size)
+        rows[:size, tree.MEAN] = rng.random(size).astype(np.float32).view(np.int32)
+        table = table._replace(rows=jnp.asarray(rows))
+        got = np.asarray(bounded(table, tree.rows_after_updates(k)).rows)
+        want_u, want_b = _numpy_refresh(rows, size, lambda mean, count, depth, r: (
+            mean + np.float32(0.5) ** depth.astype(np.float32) + np.sqrt(m2[r] / count.astype(np.float32))))
+        np.testing.assert_array_equal(got[:size, tree.U].view(np.uint32), want_u.view(np.uint32))
+        np.testing.assert_array_equal(got[:size, tree.B].view(np.uint32), want_b.view(np.uint32))
+        np.testing.assert_array_equal(got[:size], np.asarray(whole(table).rows)[:size])
+        prefix = next(m for m in tree.prefix_sizes(capacity) if m >= min(int(tree.rows_after_updates(k)), capacity))
+        np.testing.assert_array_equal(got[prefix:], rows[prefix:])

@@ -247,7 +247,8 @@ def _update(static: HCTStatic, params: HCTParams, table, pending: Pending, last:
 def _refresh(static: HCTStatic, params: HCTParams, k, table, pending: Pending):
     """Round 2^k, between its selection and its update: every U with t+ = 2^k, then every B (this
     also settles a re-expanded node's ancestors)."""
-    return tree.refresh(static.tree, table, _u_fn(params, k)), pending._replace(length=jnp.int32(0))
+    return (tree.refresh(static.tree, table, _u_fn(params, k), live=tree.rows_after_updates(k)),
+            pending._replace(length=jnp.int32(0)))
 
 
 POLICY = tree.TreePolicy(

@@ -340,8 +340,10 @@ def _update(static: VHCTStatic, params: VHCTParams, table, stats: Stats, last: t
 def _refresh(static: VHCTStatic, params: VHCTParams, k, table, stats: Stats):
     """Round 2^k, between its selection and its update: every U with t+ = 2^k and each row's own
     variance, then every B (this also settles a re-expanded node's ancestors)."""
-    var = _variance(params, stats.m2, table.rows[:, tree.COUNT])
-    table = tree.refresh(static.tree, table, _u_fn(params, k, var))
+    def u(mean, count, depth, m2):
+        return _u_fn(params, k, _variance(params, m2, count))(mean, count, depth)
+
+    table = tree.refresh(static.tree, table, u, live=tree.rows_after_updates(k), per_row=(stats.m2,))
     return table, stats._replace(pending=stats.pending._replace(length=jnp.int32(0)))
 
 
