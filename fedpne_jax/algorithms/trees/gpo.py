@@ -247,13 +247,28 @@ def _select(static: GPOStatic, params: GPOParams, table, state: State, t):
     policy = _base(static).policy
     kind, slot, weight, _ = _round(static, t)
     p = meta.pick(params.instances, _instance(static, slot))
-    choice, point = policy.select(static.base, p, table, state.base, state.clock + 1)
+    zero = jnp.zeros((), static.tree.dtype)
+
+    def descend():
+        choice, point = policy.select(static.base, p, table, state.base, state.clock + 1)
+        if static.pyxab:
+            return choice, point, point
+        return choice, point, policy.recommend(static.base, p, table, state.base, tree.Last(choice, zero, zero, point))
+
+    def skip():
+        # The rounds that evaluate a held point read no selection (their update is skipped too).
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(descend))
+
+    # The round's kind is the same in every run of a batch, so this is a branch, not a select: the
+    # half of the rounds that evaluate a held point pay for no descent.
+    needed = (kind == RUN) | (kind == FROZEN) if static.pyxab else (kind == RUN) | ((kind == EVAL) & (weight == 0))
+    choice, point, recommended = jax.lax.cond(needed, descend, skip)
     held = state.held
     if not static.pyxab:
-        zero = jnp.zeros((), static.tree.dtype)
-        recommended = policy.recommend(static.base, p, table, state.base, tree.Last(choice, zero, zero, point))
         held = jnp.where((kind == EVAL) & (weight == 0), recommended, held)
-    x = jnp.where((kind == RUN) | (kind == FROZEN), point, jnp.where(kind == BEST, _best(state), held))
+    # The best point's argmax over the list is needed only after the phases (a branch, as above).
+    x = jnp.where((kind == RUN) | (kind == FROZEN), point, jax.lax.cond(kind == BEST, lambda: _best(state),
+                                                                       lambda: held))
     if static.pyxab:
         choice = meta.keep(kind == FEED, state.saved, choice)
     return choice, x
@@ -278,7 +293,10 @@ def _update(static: GPOStatic, params: GPOParams, table, state: State, last: tre
     updating = active & ((kind == RUN) | (kind == FEED))
     s = state.clock + 1
     table, extra = meta.refresh(policy, static.base, p, table, state.base, s, updating)
-    table, new, overflow = policy.update(static.base, p, table, extra, last, s, updating)
+    # As in _select: ``updating`` is the same in every run of a batch, so a branch.
+    table, new, overflow = jax.lax.cond(
+        updating, lambda operand: policy.update(static.base, p, *operand, last, s, updating),
+        lambda operand: (operand[0], operand[1], jnp.bool_(False)), (table, extra))
     # A skipped update writes nothing to the table but may still rewrite the extra (HCT's pending path).
     extra = meta.keep(updating, new, extra)
     dtype = static.tree.dtype
