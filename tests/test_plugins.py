@@ -29,9 +29,17 @@ MY_OBJECTIVE = os.path.join(EXAMPLES, "my_objective.py")
 
 @pytest.fixture(scope="module")
 def plugins():
+    """The examples, loaded in this worker for this file only: the registries are restored after it,
+    since the files a worker runs next must see the built-in names alone (tests/test_real_objectives.py
+    checks that every registered objective is a built-in one)."""
+    saved = [(table, table.copy()) for table in (registry._ALGORITHMS, registry._BY_TYPE, registry._STYLES,
+                                                 registry._OWNER, registry._LOADED_FILES, objectives.OBJECTIVES)]
     fp.load_plugin(RANDOM_SEARCH)
     fp.load_plugin(MY_OBJECTIVE)
-    return sys.modules
+    yield sys.modules
+    for table, copy in saved:
+        table.clear()
+        table.update(copy)
 
 
 def garland_mean() -> float:
