@@ -406,8 +406,9 @@ def test_a_refresh_bounded_by_the_rows_in_use_equals_a_whole_table_pass():
     def u_fn(mean, count, depth, second):
         return mean + 0.5 ** depth.astype(mean.dtype) + jnp.sqrt(second / count.astype(mean.dtype))
 
-    def refresh(table, live):
-        return tree.refresh(spec, table, u_fn, live=live, per_row=(jnp.asarray(m2),))
+    def refresh(table, k):
+        live = tree.rows_after_updates(k)
+        return tree.refresh(spec, table, u_fn, live=live, per_row=(jnp.asarray(m2),)), live
 
     bounded = jax.jit(refresh)
     whole = jax.jit(lambda table: tree.refresh(spec, table, u_fn, per_row=(jnp.asarray(m2),)))
@@ -422,16 +423,17 @@ def test_a_refresh_bounded_by_the_rows_in_use_equals_a_whole_table_pass():
             table, overflow = grow(table, np.int32(rng.choice(leaves)), np.float32(rng.random()))
             assert not overflow
         size = int(table.size)
-        assert size <= int(tree.rows_after_updates(k))
         rows = np.asarray(table.rows).copy()
         rows[:size, tree.COUNT] = rng.integers(0, 3, size)
         rows[:size, tree.MEAN] = rng.random(size).astype(np.float32).view(np.int32)
         table = table._replace(rows=jnp.asarray(rows))
-        got = np.asarray(bounded(table, tree.rows_after_updates(k)).rows)
+        out, live = bounded(table, np.int32(k))
+        assert size <= int(live) == 2 ** (k + 1) + 1
+        got = np.asarray(out.rows)
         want_u, want_b = _numpy_refresh(rows, size, lambda mean, count, depth, r: (
             mean + np.float32(0.5) ** depth.astype(np.float32) + np.sqrt(m2[r] / count.astype(np.float32))))
         np.testing.assert_array_equal(got[:size, tree.U].view(np.uint32), want_u.view(np.uint32))
         np.testing.assert_array_equal(got[:size, tree.B].view(np.uint32), want_b.view(np.uint32))
         np.testing.assert_array_equal(got[:size], np.asarray(whole(table).rows)[:size])
-        prefix = next(m for m in tree.prefix_sizes(capacity) if m >= min(int(tree.rows_after_updates(k)), capacity))
+        prefix = next(m for m in tree.prefix_sizes(capacity) if m >= min(int(live), capacity))
         np.testing.assert_array_equal(got[prefix:], rows[prefix:])
