@@ -18,7 +18,7 @@ README's Tests section gives its measured times), so it runs what no submission 
 and sampler; the noisy runs against the references and PyXAB within their standard errors; COCO's
 values of all 24 BBOB functions; the real objectives against NumPy and scikit-learn; the property tests
 of the command line and of sweeps; a seed alone and in every grid; capacity growth, interrupts,
-resumed sweeps, sharding and the gallery.  Run it after any change to an algorithm's arithmetic, a
+resumed sweeps, sharding, the compilation cache read by a second process and the gallery.  Run it after any change to an algorithm's arithmetic, a
 sampler or an objective, and before a release (its time: the README's Tests section).
 
 FUNCTIONS names the test functions only the thorough tier runs ("*": a whole file); CASES names the
@@ -52,6 +52,9 @@ FUNCTIONS = {
                                  "test_a_full_disk_during_a_sweep_is_a_message_naming_the_folder",
                                  "test_ctrl_c_exits_130_with_a_message", "test_overwrite_restarts_a_studys_time"],
     "tests/test_cli_properties.py": ["*"],
+    # Three processes that compile the same program (24 s of the gate); the gate keeps the folder's
+    # naming, safety and pruning tests, which compile nothing.
+    "tests/test_compile_cache.py": ["test_a_second_process_loads_the_programs_and_computes_the_same_bits"],
     "tests/test_cli_refusals.py": ["test_output_to_standard_output_keeps_the_summary_apart",
                                    "test_short_runs_default_to_one_checkpoint_per_round"],
     "tests/test_diagnostics.py": ["test_a_large_node_table_warns", "test_a_plain_run_says_nothing",
