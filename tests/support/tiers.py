@@ -18,8 +18,9 @@ README's Tests section gives its measured times), so it runs what no submission 
 and sampler; the noisy runs against the references and PyXAB within their standard errors; COCO's
 values of all 24 BBOB functions; the real objectives against NumPy and scikit-learn; the property tests
 of the command line and of sweeps; a seed alone and in every grid; capacity growth, interrupts,
-resumed sweeps, sharding, the compilation cache read by a second process and the gallery.  Run it after any change to an algorithm's arithmetic, a
-sampler or an objective, and before a release (its time: the README's Tests section).
+resumed sweeps, sharding, the compilation cache read by a second process and the gallery.  Run it
+after any change to an algorithm's arithmetic, a sampler or an objective, and before a release (its
+time: the README's Tests section).
 
 FUNCTIONS names the test functions only the thorough tier runs ("*": a whole file); CASES names the
 cases of gate functions that only it runs.  tests/conftest.py skips both (so the summary counts them),

@@ -27,8 +27,9 @@ its path equals PyXAB's recomputation of the whole tree every round (new leaves 
 which leaves their parent's B = U).  A re-expansion (``pyxab``) changes its node's B only at PyXAB's
 next update, after the next selection has read the old value; we keep that node's path and
 recompute it at the start of the next update, which again equals PyXAB's whole-tree pass.  The
-refresh of all U and B (O(capacity x height)) runs on the log2(T) + 1 power-of-two rounds, placed
-between loop bodies (see tree.run_rounds), so no other round pays for it.  Every other round costs
+refresh of all U and B (O(rows x height), over the prefix of the table that the tree can fill by
+round 2^k: tree.refresh) runs on the log2(T) + 1 power-of-two rounds, placed between loop bodies
+(see tree.run_rounds), so no other round pays for it.  Every other round costs
 O(depth): a descent, one reward, one vectorised pass over the path (one gather, one scatter).
 Noise-free runs equal PyXAB 0.3.0's own HCT (expand='pyxab') pull for pull (tests/test_hct.py: 300
 rounds of Garland in float64; 2,000 checked by hand), and tests/support/reference_hct.py in both modes.

@@ -151,7 +151,7 @@ def refresh_due(policy: tree.TreePolicy, s):
 def refresh(policy: tree.TreePolicy, static, params, table, extra, s, on):
     """The base's refresh of one instance's table and extra at its local round s when due and
     ``on``.  ``on`` and s must not differ between the runs of a batch: a batched predicate would run
-    the branch, a pass over the whole table, in every round."""
+    the branch, a pass over the table, in every round."""
     hook = policy.refresh
     if hook is None:
         return table, extra
