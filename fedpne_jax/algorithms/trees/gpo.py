@@ -259,8 +259,10 @@ def _select(static: GPOStatic, params: GPOParams, table, state: State, t):
         return choice, point, policy.recommend(static.base, p, table, state.base, tree.Last(choice, zero, zero, point))
 
     def skip():
-        # The rounds that evaluate a held point read no selection (their update is skipped too).
-        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(descend))
+        # The rounds that evaluate a held point read no selection (their update is skipped too);
+        # ``saved`` has a choice's structure (no second trace of the descent to find it).
+        nothing = jnp.zeros((static.tree.dim,), static.tree.dtype)
+        return jax.tree.map(jnp.zeros_like, state.saved), nothing, nothing
 
     # The round's kind is the same in every run of a batch, so this is a branch, not a select: the
     # half of the rounds that evaluate a held point pay for no descent.
