@@ -4,10 +4,12 @@
 statistically with noise; invalid parameters are refused.
 
 Noise-free runs use 'gaussian:0' so that they share a program with the noisy ones, in float64
-(PyXAB's arithmetic).  T = 700 spans a sort of the leaves (every 512 rounds), so the exact
-comparisons cover candidates from the sorted leaves and from those evaluated since.
+(PyXAB's arithmetic).  T = 700 spans five rebuilds of the sorted leaves (every 128 rounds), so the
+exact comparisons cover candidates from the sorted leaves and from those evaluated since; a rebuild
+alone is checked against a NumPy sort.
 """
 
+import jax
 import numpy as np
 import pytest
 
@@ -102,6 +104,64 @@ def test_noisy_regret_and_depth_equal_the_reference_statistically(garland, pyxab
     else:                             # PyXAB's rule: the depth is the level count, whatever the noise
         assert set(res.depth.tolist()) == set(depths)
     assert res.config["capacity"] == 302 and np.all(res.nodes <= 302)
+
+
+def _lists_order(depth, value, row):
+    """Indices in the lists' order: by depth, then the larger value, then the later row."""
+    return np.lexsort((-row, -value, depth))
+
+
+_REBUILDS: dict = {}
+
+
+@pytest.mark.parametrize("k,seed", [(1, 0), (2, 1), (5, 2), (17, 3), (23, 4)])
+def test_a_rebuild_merges_the_new_leaves_into_the_sorted_ones(garland, k, seed):
+    """A rebuild (the old sorted leaves less the expanded heads of each depth, merged with the new
+    list) equals a NumPy sort of the same leaves by depth, value and row, with ties of value and
+    stale entries past the leaves and in the new list's empty slots."""
+    from fedpne_jax.algorithms.trees import soo as s
+    config = soo.SOOConfig(horizon=3000, checkpoints=10)
+    static = soo.make_static(config, garland)
+    cap, H, R = static.tree.capacity, static.tree.height + 1, s.REBUILD
+    made = k * R - 1
+    rng = np.random.default_rng(seed)
+    n_old = 0 if k == 1 else int(rng.integers(1, (made - R) // 2 + 1))
+    n_new = int(rng.integers(1, R + 1))
+    rows = rng.permutation(made)[: n_old + n_new].astype(np.int32)
+    depth = rng.integers(0, 6, n_old + n_new).astype(np.int32)
+    value = rng.choice(np.float32([0.0, 0.25, 0.5, 1.0]), n_old + n_new)     # many ties, broken by row
+    old = _lists_order(depth[:n_old], value[:n_old], rows[:n_old])
+    a_depth, a_value, a_row = depth[:n_old][old], value[:n_old][old], rows[:n_old][old]
+    start = np.searchsorted(a_depth, np.arange(H + 1)).astype(np.int32)
+    head = np.array([rng.integers(0, start[d + 1] - start[d] + 1) for d in range(H)], np.int32)
+    pad = lambda x, fill, n=cap: np.concatenate([x, np.full(n - len(x), fill, x.dtype)])
+    slots = rng.permutation(R)[:n_new]
+    new_row, new_depth = np.full(R, -1, np.int32), rng.integers(0, 6, R).astype(np.int32)
+    new_value = rng.random(R).astype(np.float32)                               # stale where the row is -1
+    new_row[slots], new_depth[slots], new_value[slots] = rows[n_old:], depth[n_old:], value[n_old:]
+    lists = s._init(static, None, None, None)._replace(
+        sorted_value=pad(a_value, -np.inf), sorted_row=pad(a_row, -1), sorted_depth=pad(a_depth, H),
+        start=start, head=head, new_value=new_value, new_row=new_row, new_depth=new_depth,
+        new_best=np.zeros(H, np.int32))
+    if static not in _REBUILDS:        # one program for every case
+        _REBUILDS[static] = jax.jit(lambda kk, ls: s._rebuild(static, None, kk, None, ls))
+    _, got = _REBUILDS[static](np.int32(k), lists)
+    expanded = np.concatenate([np.arange(start[d], start[d] + head[d]) for d in range(H)]).astype(int)
+    keep = np.setdiff1d(np.arange(n_old), expanded)
+    m_depth = np.concatenate([a_depth[keep], depth[n_old:]])
+    m_value = np.concatenate([a_value[keep], value[n_old:]])
+    m_row = np.concatenate([a_row[keep], rows[n_old:]])
+    order = _lists_order(m_depth, m_value, m_row)
+    np.testing.assert_array_equal(got.sorted_depth, pad(m_depth[order], H))
+    np.testing.assert_array_equal(got.sorted_value, pad(m_value[order], -np.inf))
+    np.testing.assert_array_equal(got.sorted_row, pad(m_row[order], -1))
+    starts = np.searchsorted(m_depth[order], np.arange(H + 1))
+    np.testing.assert_array_equal(got.start, starts)
+    firsts = np.array([m_row[order][starts[d]] if starts[d] < starts[d + 1] else -1 for d in range(H)])
+    np.testing.assert_array_equal(got.kept_row, firsts)
+    np.testing.assert_array_equal(got.kept_value[firsts >= 0], m_value[order][starts[:-1][firsts >= 0]])
+    assert np.all(np.asarray(got.head) == 0) and np.all(np.asarray(got.new_row) == -1)
+    assert np.all(np.asarray(got.new_best) == -1)
 
 
 def test_h_max_bounds_the_horizon():

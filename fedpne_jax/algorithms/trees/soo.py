@@ -24,15 +24,17 @@ evaluated node with the largest value (the last created on ties; PyXAB scans dep
 differs only for equal values at different depths).  The budget is not an input of either rule:
 both run for any T within the bound above.
 
-Cost.  The leaf to expand at depth h is the better of two candidates kept in ``extra``: the first
-not yet expanded of depth h's leaves in the last sort of the leaves (every :data:`REBUILD` rounds,
-one sort of the table by depth, value and row; the leaf expanded at a depth is always its best, so
-the expanded ones are the first of their depth), and the best of the leaves evaluated since.  A
-round costs O(height + REBUILD) elementwise plus, every REBUILD rounds, a sort of the rows made so
-far (in a power-of-two window); an argmax over the table per sweep step would make a run
-O(T^2 height).  XLA's CPU sort of (depth, value, row) costs about 0.35 us a row, which bounds a run
-at T = 10^4: 1,000 seeds take 79 s on two cores (103 s when every rebuild sorted the whole table),
-against about 3 s for the rounds without the sorts.
+Cost.  The leaf to expand at depth h is the better of two candidates: the first not yet expanded of
+depth h's leaves as of the last rebuild (every :data:`REBUILD` rounds, the leaves in order of depth,
+value and row; the leaf expanded at a depth is always its best, so the expanded ones are the first
+of their depth), kept per depth in ``kept_*``, and the best of the leaves evaluated since.  A
+rebuild merges the leaves evaluated since (sorted: REBUILD entries) into the last rebuild's, less
+the expanded ones; it reads and writes only the smallest of :func:`_windows` that holds every
+leaf.  A round costs O(height + REBUILD) elementwise, a rebuild O(leaves + REBUILD log leaves).
+Sorting all the leaves at each rebuild (about 0.35 us a row on the CPU) was most of a run, and
+reading every depth's candidate from the sorted leaves in each round (a cache miss per depth)
+half of a round.  The recommendation is kept as a :class:`tree.RunningBest`, since every node is
+evaluated once, in row order.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ from fedpne_jax.algorithms.trees import tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int
 
-REBUILD = 512                 # rounds between sorts of the leaves
+REBUILD = 128                 # rounds between rebuilds of the sorted leaves
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,10 +109,13 @@ def make_params(config: SOOConfig, tables=None) -> SOOParams:
 
 class Lists(NamedTuple):
     """The candidates for expansion, per depth 0 .. height (H of them), and the sweep."""
-    sorted_value: jax.Array  # (capacity,) the leaves at the last sort by (depth, -value, -row)
+    sorted_value: jax.Array  # (capacity,) the leaves at the last rebuild by (depth, -value, -row)
     sorted_row: jax.Array    # (capacity,) int32 their rows
+    sorted_depth: jax.Array  # (capacity,) int32 their depths (H past the leaves)
     start: jax.Array         # (H + 1,) int32 where each depth starts in them (start[H]: the leaves' count)
     head: jax.Array          # (H,) int32 sorted leaves of each depth expanded since (always the first ones)
+    kept_value: jax.Array    # (H,) each depth's first sorted leaf not expanded (its value: any when none)
+    kept_row: jax.Array      # (H,) int32 its row (-1: none)
     new_value: jax.Array     # (REBUILD,) leaves evaluated since the rebuild, slot t % REBUILD
     new_row: jax.Array       # (REBUILD,) int32 (-1: none, or expanded)
     new_depth: jax.Array     # (REBUILD,) int32
@@ -118,17 +123,20 @@ class Lists(NamedTuple):
     h: jax.Array             # () int32 paper: the sweep's next depth; pyxab: the depth being expanded
     v_max: jax.Array         # () the sweep's v_max (paper)
     bound: jax.Array         # () int32 the sweep's last depth (paper)
+    best: tree.RunningBest   # the recommendation: every node is evaluated once, in row order
 
 
 def _init(static: SOOStatic, params, table, key) -> Lists:
     spec = static.tree
     H, dt = spec.height + 1, spec.dtype
     return Lists(sorted_value=jnp.full((spec.capacity,), -jnp.inf, dt),
-                 sorted_row=jnp.full((spec.capacity,), -1, jnp.int32), start=jnp.zeros((H + 1,), jnp.int32),
-                 head=jnp.zeros((H,), jnp.int32), new_value=jnp.full((REBUILD,), -jnp.inf, dt),
+                 sorted_row=jnp.full((spec.capacity,), -1, jnp.int32),
+                 sorted_depth=jnp.full((spec.capacity,), H, jnp.int32), start=jnp.zeros((H + 1,), jnp.int32),
+                 head=jnp.zeros((H,), jnp.int32), kept_value=jnp.full((H,), -jnp.inf, dt),
+                 kept_row=jnp.full((H,), -1, jnp.int32), new_value=jnp.full((REBUILD,), -jnp.inf, dt),
                  new_row=jnp.full((REBUILD,), -1, jnp.int32), new_depth=jnp.zeros((REBUILD,), jnp.int32),
                  new_best=jnp.full((H,), -1, jnp.int32), h=jnp.int32(0), v_max=jnp.asarray(-jnp.inf, dt),
-                 bound=jnp.int32(-1))
+                 bound=jnp.int32(-1), best=tree.running_best(dt))
 
 
 def _better(value_a, row_a, value_b, row_b):
@@ -147,55 +155,105 @@ def _best_new_slot(lists: Lists, depth):
 
 
 def _windows(capacity: int) -> tuple:
-    """The sizes a rebuild sorts: REBUILD x 2^i up to the table's (rebuild k holds its rows below
-    k REBUILD - 1, so the smallest size above that is enough)."""
+    """The sizes a rebuild reads and writes: REBUILD x 4^i up to the table's.  Rebuild k merges the
+    leaves among rows 0 .. k REBUILD - 2, at most k REBUILD / 2 of them, so the smallest size above
+    that is enough.  Each size is a branch of the program: a factor of 2 compiled 1 s longer and ran
+    no faster."""
     sizes = [min(REBUILD, capacity)]
     while sizes[-1] < capacity:
-        sizes.append(min(2 * sizes[-1], capacity))
+        sizes.append(min(4 * sizes[-1], capacity))
     return tuple(sizes)
 
 
+def _before(depth_a, value_a, row_a, depth_b, value_b, row_b):
+    """Leaf a comes before leaf b in the lists' order: by depth, then the larger value, then the later
+    row (rows are distinct, so two leaves are never equal)."""
+    return (depth_a < depth_b) | ((depth_a == depth_b) & ((value_a > value_b) | ((value_a == value_b) & (row_a > row_b))))
+
+
 def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
-    """Every evaluated leaf sorted by depth, then value and row (best first), and the new list emptied:
-    the skeleton's refresh, between the selection and the update of round t = k REBUILD, when rows
-    0 .. t - 2 hold their values (row t - 1's is the update's, which adds it to the new list).  Only
-    the rows made so far are sorted, in the smallest of :func:`_windows` that holds them: the sort is
-    most of a run's cost, and over a run at T = 10^4 this sorts 62 % of the rows that sorting the
-    whole table would (117,558 against 190,038)."""
+    """Every evaluated leaf in the lists' order (depth, then value and row, best first), and the new
+    list emptied: the skeleton's refresh, between the selection and the update of round t = k REBUILD,
+    when rows 0 .. t - 2 hold their values (row t - 1's is the update's, which adds it to the new
+    list).
+
+    The leaves are the last rebuild's sorted leaves, less those expanded since (the first ``head`` of
+    each depth), merged with the new list's: only the new list (REBUILD entries) is sorted.  Each new
+    leaf finds its place among the old ones by binary search, and the old ones shift by a count of
+    the new leaves placed before them.  Sorting every leaf again cost about 0.35 us a row, most of a
+    run.  The old leaves are read, and the merged ones written, only in the smallest of
+    :func:`_windows` that holds every leaf: rows 0 .. t - 2 of a binary tree hold at most t / 2."""
     spec = static.tree
     H = spec.height + 1
-    rows = table.rows
     made = k * REBUILD - 1
     sizes = _windows(spec.capacity)
+    removed_to = jnp.cumsum(lists.head)                                   # expanded, through each depth
+    removed_below = jnp.concatenate([jnp.zeros((1,), jnp.int32), removed_to])   # (H + 1,) below each depth
+    valid = lists.new_row >= 0
+    b_depth, b_negative, b_last = jax.lax.sort((jnp.where(valid, lists.new_depth, H), -lists.new_value,
+                                                -lists.new_row), num_keys=3)
+    b_value, b_row = -b_negative, -b_last
+    b_valid = b_depth < H
+    b_at = jnp.minimum(b_depth, H - 1)
 
-    def sort(size):
+    def merge(size):
+        a_value, a_row, a_depth = lists.sorted_value[:size], lists.sorted_row[:size], lists.sorted_depth[:size]
+        # Each new leaf's place among the old ones: how many old ones (kept or not) come before it.
+        def halve(_, bounds):
+            lo, hi = bounds
+            mid = (lo + hi) // 2
+            at = jnp.minimum(mid, size - 1)
+            first = (lo < hi) & _before(a_depth[at], a_value[at], a_row[at], b_depth, b_value, b_row)
+            return jnp.where(first, mid + 1, lo), jnp.where(first | (lo >= hi), hi, mid)
+
+        place, _ = jax.lax.fori_loop(0, size.bit_length(), halve, (jnp.zeros((REBUILD,), jnp.int32),
+                                                                   jnp.full((REBUILD,), size, jnp.int32)))
+        within = jnp.clip(place - lists.start[b_at], 0, lists.head[b_at])
+        b_to = jnp.where(b_valid, jnp.arange(REBUILD, dtype=jnp.int32) + place - removed_below[b_at] - within, size)
         index = jnp.arange(size, dtype=jnp.int32)
-        values = tree.as_float(spec, rows[:size, tree.MEAN])
-        live = (rows[:size, tree.CHILD] < 0) & (index < made)
-        depth = jnp.where(live, rows[:size, tree.DEPTH].astype(jnp.int32), H)
-        depth, negative, last = jax.lax.sort((depth, -values, -index), num_keys=3)
+        a_at = jnp.minimum(a_depth, H - 1)
+        kept = (a_depth < H) & (index - lists.start[a_at] >= lists.head[a_at])
+        news_before = jnp.cumsum(jnp.zeros((size + 1,), jnp.int32).at[jnp.where(b_valid, place, size)].add(1))[:size]
+        a_to = jnp.where(kept, index - removed_to[a_at] + news_before, size)
+        # Where each merged place reads from: old leaf i, new leaf size + j, or nothing (size + REBUILD).
+        source = jnp.full((size,), size + REBUILD, jnp.int32).at[a_to].set(index, mode="drop")
+        source = source.at[b_to].set(size + jnp.arange(REBUILD, dtype=jnp.int32), mode="drop")
         pad = spec.capacity - size
-        return (jnp.concatenate([depth, jnp.full((pad,), H, jnp.int32)]),
-                jnp.concatenate([-negative, jnp.full((pad,), -jnp.inf, negative.dtype)]),
-                jnp.concatenate([-last, jnp.full((pad,), -1, jnp.int32)]))
+
+        def place_both(a, b, empty):
+            merged = jnp.concatenate([a, b, jnp.full((1,), empty, a.dtype)])[source]
+            return jnp.concatenate([merged, jnp.full((pad,), empty, a.dtype)])
+
+        return (place_both(a_depth, b_depth, H), place_both(a_value, b_value, -jnp.inf),
+                place_both(a_row, b_row, -1))
 
     # The branch is a function of k alone: the same in every run of a batch.
-    branch = jnp.searchsorted(jnp.asarray(sizes, jnp.int32), made).astype(jnp.int32)
-    depth, value, row = jax.lax.switch(jnp.minimum(branch, len(sizes) - 1), [lambda s=s: sort(s) for s in sizes])
-    start = jnp.searchsorted(depth, jnp.arange(H + 1, dtype=jnp.int32)).astype(jnp.int32)
-    return table, lists._replace(sorted_value=value, sorted_row=row, start=start,
-                                 head=jnp.zeros_like(lists.head), new_row=jnp.full_like(lists.new_row, -1),
-                                 new_best=jnp.full_like(lists.new_best, -1))
+    branch = jnp.searchsorted(jnp.asarray(sizes, jnp.int32), made // 2 + 1).astype(jnp.int32)
+    depth, value, row = jax.lax.switch(jnp.minimum(branch, len(sizes) - 1), [lambda s=s: merge(s) for s in sizes])
+    news_below = jnp.searchsorted(b_depth, jnp.arange(H + 1, dtype=jnp.int32)).astype(jnp.int32)
+    start = lists.start - removed_below + news_below
+    lists = lists._replace(sorted_value=value, sorted_row=row, sorted_depth=depth, start=start,
+                           head=jnp.zeros_like(lists.head), new_row=jnp.full_like(lists.new_row, -1),
+                           new_best=jnp.full_like(lists.new_best, -1))
+    return table, _kept(spec, lists, jnp.arange(H, dtype=jnp.int32))
+
+
+def _kept(spec, lists: Lists, depths) -> Lists:
+    """``lists`` with the kept candidates of ``depths`` read again from the sorted leaves.  A round
+    reads every depth's candidate; kept apart, it is read from these (H,) arrays, not gathered
+    from the sorted leaves (a cache miss per depth and run: half of a round's time at 1,000 runs)."""
+    at = lists.start[depths] + lists.head[depths]
+    inside = at < lists.start[depths + 1]
+    at = jnp.minimum(at, spec.capacity - 1)
+    return lists._replace(kept_value=lists.kept_value.at[depths].set(lists.sorted_value[at]),
+                          kept_row=lists.kept_row.at[depths].set(jnp.where(inside, lists.sorted_row[at], -1)))
 
 
 def _choose(static: SOOStatic, lists: Lists, height):
     """The depth to expand at and the sweep that follows, from every depth's best leaf."""
     H = static.tree.height + 1
     depths = jnp.arange(H, dtype=jnp.int32)
-    at = lists.start[:-1] + lists.head
-    inside = at < lists.start[1:]
-    at = jnp.minimum(at, static.tree.capacity - 1)
-    kept_value, kept_row = lists.sorted_value[at], jnp.where(inside, lists.sorted_row[at], -1)
+    kept_value, kept_row = lists.kept_value, lists.kept_row
     slot = lists.new_best
     new_value, new_row = lists.new_value[jnp.maximum(slot, 0)], jnp.where(slot >= 0, lists.new_row[slot], -1)
     newer = _better(new_value, new_row, kept_value, kept_row)
@@ -243,6 +301,7 @@ def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, 
     lists = lists._replace(new_value=lists.new_value.at[slot].set(value),
                            new_row=lists.new_row.at[slot].set(jnp.where(active, node, -1)),
                            new_depth=lists.new_depth.at[slot].set(depth),
+                           best=tree.running_best_step(lists.best, node, value, active),
                            new_best=lists.new_best.at[depth].set(
                                jnp.where(active & _better(value, node, lists.new_value[jnp.maximum(best, 0)],
                                                           jnp.where(best >= 0, lists.new_row[best], -1)),
@@ -258,6 +317,7 @@ def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, 
     new_row = jnp.where(grow & from_new & (lists.new_row == chosen), -1, lists.new_row)
     lists = lists._replace(h=jnp.where(grow, after.h, lists.h), v_max=jnp.where(grow, after.v_max, lists.v_max),
                            bound=jnp.where(grow, after.bound, lists.bound), head=head, new_row=new_row)
+    lists = _kept(spec, lists, target)
     lists = lists._replace(new_best=lists.new_best.at[target].set(
         jnp.where(grow & from_new, _best_new_slot(lists, target), lists.new_best[target])))
     chosen = jnp.maximum(chosen, 0)
@@ -267,7 +327,7 @@ def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, 
     return table, lists, overflow
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.best_evaluated, root_expanded=False, init=_init,
+POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.running_best_point, root_expanded=False, init=_init,
                          refresh=_rebuild, refresh_every=REBUILD)
 
 

@@ -328,19 +328,12 @@ def best_row(spec: TreeSpec, table: Table, score, where=True):
     return last_max(score, (jnp.arange(spec.capacity, dtype=jnp.int32) < table.size) & where)
 
 
-def best_evaluated(static, params, table: Table, extra, last):
-    """A ``recommend`` hook: the centre of the evaluated node (COUNT > 0) with the largest MEAN, the
-    last created on ties (DOO's and SOO's, PyXAB's ``get_last_point`` over nodes evaluated once)."""
-    spec = static.tree
-    best, _ = best_row(spec, table, as_float(spec, table.rows[:, MEAN]), table.rows[:, COUNT] > 0)
-    return centre(spec, table.rows[best])
-
-
 class RunningBest(NamedTuple):
-    """:func:`best_evaluated` kept up to date, for a policy that evaluates each node once, in row order,
-    and keeps its value: the last row whose value is at least every earlier one.  The recommendation
-    then costs a gather, not an argmax over the table (the simple regret asks for it at every
-    checkpoint)."""
+    """The recommendation of a policy that evaluates each node once, in row order, and keeps its value
+    (DOO, SOO, SequOOL): the evaluated node with the largest value, the last created on ties (PyXAB's
+    ``get_last_point`` over nodes evaluated once), kept up to date as the last row whose value is at
+    least every earlier one.  The recommendation then costs a gather, not an argmax over the table
+    (the simple regret asks for it at every checkpoint)."""
     row: jax.Array        # () int32
     value: jax.Array      # () -inf before the first evaluation
 
