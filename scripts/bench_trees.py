@@ -1,7 +1,7 @@
 """Benchmark of the batched tree algorithms (HCT, T-HOO, DOO, SOO, StoSOO, VHCT, POO, GPO, PCT, VPCT,
 SequOOL, StroquOOL, Zooming, VROOM) against PyXAB's own implementations.
 
-    python scripts/bench_trees.py [--quick] [--out bench_trees.json]
+    python scripts/bench_trees.py [--quick] [--out bench_trees.json] [--only doo,soo,soo-pyxab]
 
 ``rows(quick)`` returns one row per measurement (scripts/bench.py imports it): the aggregate pulls/s
 of a batched run (seeds x T pulls over the execution time, compile excluded; the best of the
@@ -24,6 +24,7 @@ the algorithm has a ``pyxab`` switch (``-pyxab`` rows).
 """
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import sys
@@ -159,28 +160,13 @@ def batched(name: str, config, objective, seeds: int, repeats: int) -> dict:
                 nodes_mean=float(first.nodes.mean()), capacity=first.config["capacity"])
 
 
-def rows(quick: bool) -> list[dict]:
+def rows(quick: bool, only: tuple = ()) -> list[dict]:
+    """Every row, or with ``only`` the rows of those labels (``hct``, ``hct-pyxab``, ``soo-pyxab`` ...)."""
     T = 2_000 if quick else 10_000
     seed_counts = (1, 100) if quick else (1, 100, 1000)
     repeats = 1 if quick else 2
     objective = objectives.make_objective("garland", num_clients=1, heterogeneity="none")
     device = device_name()
-    out = []
-    for name in ("hct", "hoo"):
-        rounds = REFERENCE_ROUNDS[name] if not quick else min(T, REFERENCE_ROUNDS[name] or T)
-        runs = 1 if quick or name == "hoo" else 5
-        ref = pyxab_rate(name, T, runs, rounds) or numpy_rate(name, T, runs)
-        config = (hct.HCTConfig if name == "hct" else hoo.HOOConfig)(horizon=T, noise=f"gaussian:{SIGMA}")
-        cases = [(name, config, s) for s in seed_counts]
-        if name == "hct":
-            cases.append(("hct-pyxab", config.replace(expand="pyxab"), seed_counts[-1]))
-        for label, cfg, seeds in cases:
-            row = batched(label, cfg, objective, seeds, repeats)
-            row.update(reference=ref[2], reference_pulls_per_s=ref[0], ratio=row["pulls_per_s"] / ref[0],
-                       device=device)
-            if label == "hct-pyxab":
-                row.update(reference_regret_mean=ref[1], reference_runs=runs)
-            out.append(row)
     noise = f"gaussian:{SIGMA}"
     configs = {"doo": doo.DOOConfig(horizon=T, noise=noise)}
     for name, cls in (("soo", soo.SOOConfig), ("stosoo", stosoo.StoSOOConfig), ("vhct", vhct.VHCTConfig),
@@ -192,8 +178,35 @@ def rows(quick: bool) -> list[dict]:
     configs["stroquool"] = stroquool.StroquOOLConfig(horizon=T, noise=noise)
     configs["zooming"] = zooming.ZoomingConfig(horizon=T, noise=noise)
     configs["vroom"] = vroom.VROOMConfig(horizon=T, noise=noise)
+    unknown = sorted(set(only) - {"hct", "hct-pyxab", "hoo", *configs})
+    if unknown:
+        print(f"bench_trees.py: --only: no row {', '.join(unknown)}; the rows: hct, hct-pyxab, hoo, "
+              f"{', '.join(configs)}", file=sys.stderr)
+        raise SystemExit(2)
+    out = []
+    for name in ("hct", "hoo"):
+        if only and name not in only and f"{name}-pyxab" not in only:
+            continue
+        rounds = REFERENCE_ROUNDS[name] if not quick else min(T, REFERENCE_ROUNDS[name] or T)
+        runs = 1 if quick or name == "hoo" else 5
+        ref = pyxab_rate(name, T, runs, rounds) or numpy_rate(name, T, runs)
+        config = (hct.HCTConfig if name == "hct" else hoo.HOOConfig)(horizon=T, noise=f"gaussian:{SIGMA}")
+        cases = [(name, config, s) for s in seed_counts]
+        if name == "hct":
+            cases.append(("hct-pyxab", config.replace(expand="pyxab"), seed_counts[-1]))
+        for label, cfg, seeds in cases:
+            if only and label not in only:
+                continue
+            row = batched(label, cfg, objective, seeds, repeats)
+            row.update(reference=ref[2], reference_pulls_per_s=ref[0], ratio=row["pulls_per_s"] / ref[0],
+                       device=device)
+            if label == "hct-pyxab":
+                row.update(reference_regret_mean=ref[1], reference_runs=runs)
+            out.append(row)
     references = {}
     for label, config in configs.items():
+        if only and label not in only:
+            continue
         base = label.split("-")[0]
         if base not in references:
             references[base] = pyxab_budget_rate(base, T, 5.0 if quick else TIME_BUDGET)
@@ -225,4 +238,8 @@ def table(rows_: list[dict]) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(harness.main(__doc__, rows, table, "bench_trees.json"))
+    labels = argparse.ArgumentParser(add_help=False)
+    labels.add_argument("--only", default="", help="comma-separated row labels (default: every row)")
+    known, rest = labels.parse_known_args()
+    only = tuple(filter(None, known.only.split(",")))
+    sys.exit(harness.main(__doc__, lambda quick: rows(quick, only), table, "bench_trees.json", rest))
