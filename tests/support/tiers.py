@@ -231,7 +231,9 @@ CASES = {
     "tests/test_measures.py": [f"test_simple_regret_at_a_checkpoint_is_the_final_one_of_the_run_cut_there[[]{name}]"
                                for name in ("kernelts", "hct", "vhct", "soo", "zooming", "bo", "fnucb")],
     # The tree algorithms' reference cases: one split and rule variant each stays in the gate.
-    "tests/test_soo.py": ["test_noise_free_garland_evaluates_the_reference_points[[]True]"],
+    "tests/test_soo.py": ["test_noise_free_garland_evaluates_the_reference_points[[]True]",
+                          *(f"test_a_rebuild_merges_the_new_leaves_into_the_sorted_ones[[]{case}]"
+                            for case in ("2-1", "5-2", "23-4"))],
     "tests/test_doo.py": ["test_noise_free_garland_evaluates_the_reference_points[[]geometric]"],
     "tests/test_gpo.py": ["test_noise_free_himmelblau_evaluates_the_reference_points[[]hoo]"],
     "tests/test_poo.py": ["test_noise_free_himmelblau_evaluates_the_reference_points[[]hoo]"],

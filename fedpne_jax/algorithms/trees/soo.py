@@ -145,13 +145,12 @@ def _better(value_a, row_a, value_b, row_b):
 
 
 def _best_new_slot(lists: Lists, depth):
-    """The slot of the best new leaf of ``depth`` (-1: none), over every slot."""
+    """The slot of the best new leaf of ``depth`` (-1: none), over every slot.  Round t writes slot
+    t - k REBUILD after rebuild k, and its row is t - 1, so the later row of a tie is the later slot."""
     slots = jnp.arange(REBUILD, dtype=jnp.int32)
     mine = (lists.new_row >= 0) & (lists.new_depth == depth)
     value = jnp.where(mine, lists.new_value, -jnp.inf)
-    top = jnp.max(value)
-    row = jnp.max(jnp.where(mine & (value == top), lists.new_row, -1))
-    return jnp.max(jnp.where(mine & (lists.new_row == row), slots, -1))
+    return jnp.max(jnp.where(mine & (value == jnp.max(value)), slots, -1))
 
 
 def _windows(capacity: int) -> tuple:
@@ -210,15 +209,23 @@ def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
         place, _ = jax.lax.fori_loop(0, size.bit_length(), halve, (jnp.zeros((REBUILD,), jnp.int32),
                                                                    jnp.full((REBUILD,), size, jnp.int32)))
         within = jnp.clip(place - lists.start[b_at], 0, lists.head[b_at])
-        b_to = jnp.where(b_valid, jnp.arange(REBUILD, dtype=jnp.int32) + place - removed_below[b_at] - within, size)
+        news = jnp.arange(REBUILD, dtype=jnp.int32)
+        b_to = jnp.where(b_valid, news + place - removed_below[b_at] - within, size)      # increasing
+        # Every other merged place p < count reads old leaf p + shift(p).  The shift falls by one after
+        # each new leaf and rises by head[d] at the first kept leaf after depth d's expanded ones: a
+        # cumulative sum over the window of R + H steps, where placing each old leaf would be a scatter
+        # of the whole window (its per-run indices cost more than the rest of the merge).
+        after = lists.start[:-1] + lists.head                            # (H,) old index past depth d's expanded
+        places = jnp.where(b_valid, place, size + 1)                     # nondecreasing
+        rise_at = after - removed_to + jnp.searchsorted(places, after, side="right").astype(jnp.int32)
+        steps = jnp.zeros((size + 1,), jnp.int32).at[jnp.where(b_valid, b_to + 1, size)].add(-1)
+        steps = steps.at[jnp.minimum(rise_at, size)].add(lists.head)
         index = jnp.arange(size, dtype=jnp.int32)
-        a_at = jnp.minimum(a_depth, H - 1)
-        kept = (a_depth < H) & (index - lists.start[a_at] >= lists.head[a_at])
-        news_before = jnp.cumsum(jnp.zeros((size + 1,), jnp.int32).at[jnp.where(b_valid, place, size)].add(1))[:size]
-        a_to = jnp.where(kept, index - removed_to[a_at] + news_before, size)
+        old = jnp.clip(index + jnp.cumsum(steps)[:size], 0, size - 1)
+        count = lists.start[H] - removed_to[-1] + jnp.sum(b_valid.astype(jnp.int32))
+        new = jnp.full((size,), -1, jnp.int32).at[b_to].set(news, mode="drop")
         # Where each merged place reads from: old leaf i, new leaf size + j, or nothing (size + REBUILD).
-        source = jnp.full((size,), size + REBUILD, jnp.int32).at[a_to].set(index, mode="drop")
-        source = source.at[b_to].set(size + jnp.arange(REBUILD, dtype=jnp.int32), mode="drop")
+        source = jnp.where(new >= 0, size + new, jnp.where(index < count, old, size + REBUILD))
         pad = spec.capacity - size
 
         def place_both(a, b, empty):
