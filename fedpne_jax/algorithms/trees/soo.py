@@ -195,6 +195,8 @@ def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
     b_value, b_row = -b_negative, -b_last
     b_valid = b_depth < H
     b_at = jnp.minimum(b_depth, H - 1)
+    news_below = jnp.searchsorted(b_depth, jnp.arange(H + 1, dtype=jnp.int32)).astype(jnp.int32)
+    start = lists.start - removed_below + news_below                    # where each depth starts, merged
 
     def merge(size):
         a_value, a_row, a_depth = lists.sorted_value[:size], lists.sorted_row[:size], lists.sorted_depth[:size]
@@ -211,7 +213,7 @@ def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
         within = jnp.clip(place - lists.start[b_at], 0, lists.head[b_at])
         news = jnp.arange(REBUILD, dtype=jnp.int32)
         b_to = jnp.where(b_valid, news + place - removed_below[b_at] - within, size)      # increasing
-        # Every other merged place p < count reads old leaf p + shift(p).  The shift falls by one after
+        # Every other merged place p < start[H] reads old leaf p + shift(p).  The shift falls by one after
         # each new leaf and rises by head[d] at the first kept leaf after depth d's expanded ones: a
         # cumulative sum over the window of R + H steps, where placing each old leaf would be a scatter
         # of the whole window (its per-run indices cost more than the rest of the merge).
@@ -222,10 +224,9 @@ def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
         steps = steps.at[jnp.minimum(rise_at, size)].add(lists.head)
         index = jnp.arange(size, dtype=jnp.int32)
         old = jnp.clip(index + jnp.cumsum(steps)[:size], 0, size - 1)
-        count = lists.start[H] - removed_to[-1] + jnp.sum(b_valid.astype(jnp.int32))
         new = jnp.full((size,), -1, jnp.int32).at[b_to].set(news, mode="drop")
         # Where each merged place reads from: old leaf i, new leaf size + j, or nothing (size + REBUILD).
-        source = jnp.where(new >= 0, size + new, jnp.where(index < count, old, size + REBUILD))
+        source = jnp.where(new >= 0, size + new, jnp.where(index < start[H], old, size + REBUILD))
         pad = spec.capacity - size
 
         def place_both(a, b, empty):
@@ -238,8 +239,6 @@ def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
     # The branch is a function of k alone: the same in every run of a batch.
     branch = jnp.searchsorted(jnp.asarray(sizes, jnp.int32), made // 2 + 1).astype(jnp.int32)
     depth, value, row = jax.lax.switch(jnp.minimum(branch, len(sizes) - 1), [lambda s=s: merge(s) for s in sizes])
-    news_below = jnp.searchsorted(b_depth, jnp.arange(H + 1, dtype=jnp.int32)).astype(jnp.int32)
-    start = lists.start - removed_below + news_below
     lists = lists._replace(sorted_value=value, sorted_row=row, sorted_depth=depth, start=start,
                            head=jnp.zeros_like(lists.head), new_row=jnp.full_like(lists.new_row, -1),
                            new_best=jnp.full_like(lists.new_best, -1))
