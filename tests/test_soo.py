@@ -119,10 +119,9 @@ def test_a_rebuild_merges_the_new_leaves_into_the_sorted_ones(garland, k, seed):
     """A rebuild (the old sorted leaves less the expanded heads of each depth, merged with the new
     list) equals a NumPy sort of the same leaves by depth, value and row, with ties of value and
     stale entries past the leaves and in the new list's empty slots."""
-    from fedpne_jax.algorithms.trees import soo as s
     config = soo.SOOConfig(horizon=3000, checkpoints=10)
     static = soo.make_static(config, garland)
-    cap, H, R = static.tree.capacity, static.tree.height + 1, s.REBUILD
+    cap, H, R = static.tree.capacity, static.tree.height + 1, soo.REBUILD
     made = k * R - 1
     rng = np.random.default_rng(seed)
     n_old = 0 if k == 1 else int(rng.integers(1, (made - R) // 2 + 1))
@@ -139,12 +138,12 @@ def test_a_rebuild_merges_the_new_leaves_into_the_sorted_ones(garland, k, seed):
     new_row, new_depth = np.full(R, -1, np.int32), rng.integers(0, 6, R).astype(np.int32)
     new_value = rng.random(R).astype(np.float32)                               # stale where the row is -1
     new_row[slots], new_depth[slots], new_value[slots] = rows[n_old:], depth[n_old:], value[n_old:]
-    lists = s._init(static, None, None, None)._replace(
+    lists = soo._init(static, None, None, None)._replace(
         sorted_value=pad(a_value, -np.inf), sorted_row=pad(a_row, -1), sorted_depth=pad(a_depth, H),
         start=start, head=head, new_value=new_value, new_row=new_row, new_depth=new_depth,
         new_best=np.zeros(H, np.int32))
     if static not in _REBUILDS:        # one program for every case
-        _REBUILDS[static] = jax.jit(lambda kk, ls: s._rebuild(static, None, kk, None, ls))
+        _REBUILDS[static] = jax.jit(lambda kk, ls: soo._rebuild(static, None, kk, None, ls))
     _, got = _REBUILDS[static](np.int32(k), lists)
     expanded = np.concatenate([np.arange(start[d], start[d] + head[d]) for d in range(H)]).astype(int)
     keep = np.setdiff1d(np.arange(n_old), expanded)

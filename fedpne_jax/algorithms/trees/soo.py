@@ -166,9 +166,9 @@ def _windows(capacity: int) -> tuple:
 
 
 def _before(depth_a, value_a, row_a, depth_b, value_b, row_b):
-    """Leaf a comes before leaf b in the lists' order: by depth, then the larger value, then the later
-    row (rows are distinct, so two leaves are never equal)."""
-    return (depth_a < depth_b) | ((depth_a == depth_b) & ((value_a > value_b) | ((value_a == value_b) & (row_a > row_b))))
+    """Leaf a comes before leaf b in the lists' order: by depth, then as :func:`_better` (rows are
+    distinct, so two leaves are never equal)."""
+    return (depth_a < depth_b) | ((depth_a == depth_b) & _better(value_a, row_a, value_b, row_b))
 
 
 def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
