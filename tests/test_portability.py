@@ -3,7 +3,7 @@
 XLA's CPU backend lowers a few operations to code the processor picks at run time
 (fedpne_jax.core.portability).  These tests hold the objectives' programs to that list (the
 algorithms' programs: tests/test_contract.py and tests/test_behaviour.py), check the checker on
-programs known to contain such operations, and check the fixed-order replacements (exact_sqrt, matvec, the BBOB host algebra) against IEEE arithmetic in NumPy.  A test
+programs known to contain such operations, and check the fixed-order replacements (exact_sqrt, matvec, the prefix sums, the BBOB host algebra) against IEEE arithmetic in NumPy.  A test
 on one machine thus catches what otherwise shows only when the same run is repeated on another
 processor."""
 import math
@@ -16,7 +16,7 @@ import pytest
 import objectives
 from fedpne_jax.core.portability import processor_dependent_ops
 from objectives import bbob
-from objectives.ordered import exact_sqrt, matvec
+from objectives.ordered import exact_sqrt, matvec, prefix_min, prefix_sum
 
 
 def _ops(fn, *args):
@@ -68,6 +68,46 @@ def test_matvec_is_pairwise_in_an_order_fixed_by_n(n, k):
     np.testing.assert_array_equal(alone, in_batch)
     np.testing.assert_array_equal(alone, in_pairs)
     np.testing.assert_allclose(alone, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-5)
+
+
+def _blocked_cumsum(x):
+    """XLA's CPU order for a cumulative sum, in float32 NumPy: a window of one is the element; up to
+    16 elements, a sequential sum from 0; beyond, blocks of 16 summed so, each plus the sum of the
+    block totals before it (that same order, recursively)."""
+    n = x.size
+    if n == 1:
+        return x.copy()
+    if n <= 16:
+        out, acc = np.empty_like(x), np.float32(0)
+        for j in range(n):
+            acc = np.float32(acc + x[j])
+            out[j] = acc
+        return out
+    blocks = -(-n // 16)
+    inner = np.stack([_blocked_cumsum(np.concatenate([b, np.zeros(16 - b.size, np.float32)]))
+                      for b in np.array_split(np.concatenate([x, np.zeros(blocks * 16 - n, np.float32)]), blocks)])
+    before = np.concatenate([[np.float32(0)], _blocked_cumsum(inner[:-1, -1])]).astype(np.float32)
+    return (before[:, None] + inner).reshape(-1)[:n]
+
+
+@pytest.mark.parametrize("n", [1, 2, 16, 17, 32, 100, 257, 1000])
+def test_prefix_sums_are_jnp_cumsums_bits_in_a_fixed_order(n):
+    """The engine's prefix sums keep the bits jnp.cumsum had when the fixture was recorded: XLA's
+    blocked order, written out in NumPy; alone and in a batch; minima and integers exactly."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((6, n)) * 10.0 ** rng.integers(-4, 5, (6, n))).astype(np.float32)
+    x[0, ::3] = -0.0
+    expected = np.stack([_blocked_cumsum(row) for row in x])
+    got = np.asarray(jax.jit(prefix_sum)(x))
+    assert np.array_equal(got, expected) and np.array_equal(np.signbit(got), np.signbit(expected))
+    assert np.array_equal(got, np.asarray(jax.jit(lambda v: jnp.cumsum(v, axis=-1))(x)))
+    alone = np.stack([np.asarray(jax.jit(prefix_sum)(row)) for row in x])
+    assert np.array_equal(alone, got)
+    x[1, n // 2] = np.nan
+    np.testing.assert_array_equal(np.asarray(jax.jit(prefix_min)(x)), np.minimum.accumulate(x, axis=-1))
+    ints = rng.integers(-1000, 1000, (6, n)).astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(prefix_sum)(ints)), np.cumsum(ints, axis=-1))
+    np.testing.assert_array_equal(np.asarray(jax.jit(prefix_min)(ints)), np.minimum.accumulate(ints, axis=-1))
 
 
 def test_bbob_host_algebra_is_correctly_rounded():

@@ -248,6 +248,9 @@ CASES = {
     "tests/test_poo.py": ["test_noise_free_himmelblau_evaluates_the_reference_points[[]hoo]"],
     "tests/test_vhct.py": ["test_noise_free_garland_pulls_the_reference_points[[]False]"],
     "tests/test_fed1ucb.py": ["test_noise_free_equals_reference[[]170]"],
+    # The prefix sums: the gate keeps one element, one block and a second level of blocks.
+    "tests/test_portability.py": [f"test_prefix_sums_are_jnp_cumsums_bits_in_a_fixed_order[[]{n}]"
+                                  for n in (2, 16, 32, 100, 1000)],
 }
 
 
