@@ -23,6 +23,7 @@ from fedpne_jax.algorithms.fedpne import sampling as rewards
 from fedpne_jax.algorithms.fedpne.plan import Params, Static
 from fedpne_jax.core import checkpoints
 from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH
+from objectives.ordered import prefix_min, prefix_sum
 
 # Targets compared with a phase's rows at a time (_best_so_far): a phase rarely reaches more.
 HIT_WINDOW = 8
@@ -174,8 +175,8 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     phase_key = jax.random.fold_in(sample_key, state.phases)
     est = rewards.estimate(static, params, objective, table, centre, pulls, n, phase_key, jc, part, complete)
 
-    prefix = jnp.concatenate([jnp.zeros((1,), static.float_dtype), jnp.cumsum(est.regret)])
-    firsts = jax.lax.cummin(est.gap)                                           # inf past the pulled rows
+    prefix = jnp.concatenate([jnp.zeros((1,), static.float_dtype), prefix_sum(est.regret)])
+    firsts = prefix_min(est.gap)                                               # inf past the pulled rows
     so_far = _best_so_far(static, state, firsts, pulls, n, t) if best_recorded(static) else state.best
 
     # Server (Algorithm 2, lines 11-15).  A cut phase uploads nothing and eliminates nothing; the run
