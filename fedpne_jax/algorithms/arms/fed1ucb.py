@@ -59,7 +59,7 @@ from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
 from fedpne_jax.core.noise import subgaussian_scale
 from fedpne_jax.core.validation import check_int, check_real
-from objectives.ordered import exact_sqrt, inclusive_scan, pairwise_mean
+from objectives.ordered import exact_sqrt, inclusive_scan, pairwise_mean, prefix_min
 
 NOISE_STREAM = 0x4E4F4953       # fold_in tag of the key of the phases' rewards
 INT32_MAX = 2**31 - 1
@@ -263,7 +263,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         regret = s.regret + regret_until(end)
 
         # Best-so-far: the smallest gap of the blocks begun by round r (a min, exact in any order).
-        firsts = jax.lax.cummin(jnp.where(jnp.arange(K) < count, gap_rank, jnp.inf))
+        firsts = prefix_min(jnp.where(jnp.arange(K) < count, gap_rank, jnp.inf))
 
         def best_until(r):
             return jnp.minimum(s.best.value, firsts[jnp.minimum((jnp.clip(r - s.t, 1, end - s.t) - 1) // f, K - 1)])

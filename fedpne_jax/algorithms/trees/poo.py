@@ -76,7 +76,7 @@ import numpy as np
 from fedpne_jax.algorithms.trees import meta, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
-from objectives.ordered import no_contraction
+from objectives.ordered import no_contraction, prefix_sum
 
 
 @dataclasses.dataclass(frozen=True)
@@ -335,7 +335,7 @@ def _recommend(static: POOStatic, params: POOParams, tables, state: State, last:
     evaluated = jnp.where(live, _base(static).evaluations(spec, rows), 0)
     n = state.clock[best]
     j = jnp.minimum(jnp.floor(last.split_u * n.astype(spec.dtype)).astype(jnp.int32), n - 1)
-    row = jnp.sum((jnp.cumsum(evaluated) <= j).astype(jnp.int32))
+    row = jnp.sum((prefix_sum(evaluated) <= j).astype(jnp.int32))
     return tree.centre(spec, rows[jnp.minimum(row, spec.capacity - 1)])
 
 

@@ -48,6 +48,7 @@ import numpy as np
 from fedpne_jax.algorithms.trees import tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int
+from objectives.ordered import prefix_sum
 
 REBUILD = 128                 # rounds between rebuilds of the sorted leaves
 
@@ -187,7 +188,7 @@ def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
     H = spec.height + 1
     made = k * REBUILD - 1
     sizes = _windows(spec.capacity)
-    removed_to = jnp.cumsum(lists.head)                                   # expanded, through each depth
+    removed_to = prefix_sum(lists.head)                                   # expanded, through each depth
     removed_below = jnp.concatenate([jnp.zeros((1,), jnp.int32), removed_to])   # (H + 1,) below each depth
     valid = lists.new_row >= 0
     b_depth, b_negative, b_last = jax.lax.sort((jnp.where(valid, lists.new_depth, H), -lists.new_value,
@@ -223,7 +224,7 @@ def _rebuild(static: SOOStatic, params, k, table, lists: Lists):
         steps = jnp.zeros((size + 1,), jnp.int32).at[jnp.where(b_valid, b_to + 1, size)].add(-1)
         steps = steps.at[jnp.minimum(rise_at, size)].add(lists.head)
         index = jnp.arange(size, dtype=jnp.int32)
-        old = jnp.clip(index + jnp.cumsum(steps)[:size], 0, size - 1)
+        old = jnp.clip(index + prefix_sum(steps)[:size], 0, size - 1)
         new = jnp.full((size,), -1, jnp.int32).at[b_to].set(news, mode="drop")
         # Where each merged place reads from: old leaf i, new leaf size + j, or nothing (size + REBUILD).
         source = jnp.where(new >= 0, size + new, jnp.where(index < start[H], old, size + REBUILD))
