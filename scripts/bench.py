@@ -129,7 +129,7 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown sections {unknown}; choose from engine,{','.join(SECTIONS)}")
     results = {}
-    print(f"device: {device_name()}")
+    print(f"device: {device_name()}, {harness.processor()}")
     for name in names:
         if name == "engine":
             rows = engine_rows(args.quick)
