@@ -22,6 +22,7 @@ from fedpne_jax.core.files import WriteError
 from fedpne_jax.core.run import run
 from fedpne_jax.core.validation import is_seed, is_seed_count
 from fedpne_jax.experiments import sweep as sweep_lib
+from fedpne_jax.experiments import workers
 from fedpne_jax.experiments.export import FORMATS, export
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.report import report
@@ -190,6 +191,10 @@ def _reproduce_parser(sub):
     p.add_argument("--overwrite", action="store_true",
                    help="rerun a study whose sweep folder holds another definition instead of refusing")
     p.add_argument("--devices", default="all", help="shard the runs over all visible devices or the first N")
+    p.add_argument("--jobs", default=workers.AUTO, metavar="N",
+                   help=f"studies computed at once, each in a process of its own, longest first (default {workers.AUTO}: "
+                        f"one per core up to {workers.MAX_AUTO} on a CPU, 1 on accelerators; the numbers are the same "
+                        f"for any N)")
     _plugin_option(p)
     return p
 
@@ -283,7 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_reproduce(args) -> int:
     check_output_folder("--out", args.out)
     reproduce(args.figures, out=args.out, quick=args.quick, seeds=args.seeds, progress=not args.no_progress,
-              memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot, overwrite=args.overwrite)
+              memory_gb=args.memory_gb, devices=_devices(args.devices), plot=not args.no_plot, overwrite=args.overwrite,
+              jobs=args.jobs)
     return 0
 
 
@@ -635,7 +641,7 @@ def main(argv=None) -> int:
             warnings.showwarning = _show_warning
             compile_cache.enable()
             return commands[args.command](args)
-    except (ValueError, MissingExtra, CapacityError, ObjectiveError) as err:
+    except (ValueError, MissingExtra, CapacityError, ObjectiveError, workers.WorkerError) as err:
         print(f"fedpne: error: {err}", file=sys.stderr)
     except OSError as err:
         # A file that could not be read or written (a full disk during a sweep, a folder made

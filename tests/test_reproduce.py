@@ -13,6 +13,7 @@ import objectives
 from fedpne_jax.cli import main
 from fedpne_jax.core.registry import label
 from fedpne_jax.experiments import sweep as sweep_lib
+from fedpne_jax.experiments import workers
 from fedpne_jax.experiments.store import write_json
 from fedpne_jax.paper import figures, summary
 from fedpne_jax.paper.plot import draw
@@ -269,6 +270,8 @@ def test_all_leaves_out_the_galleries_that_run_by_name():
 @pytest.mark.parametrize("argv, message", [
     (["reproduce", "fig99"], "unknown figure(s) 'fig99'"),
     (["reproduce", "fig3", "--seeds", "1"], "--seeds must be an integer >= 2"),
+    (["reproduce", "fig3", "--jobs", "0"], "--jobs must be a positive integer or auto, got '0'"),
+    (["reproduce", "fig3", "--jobs", "two"], "--jobs must be a positive integer or auto, got 'two'"),
 ])
 def test_reproduce_refuses_bad_input(argv, message, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path)]) == 2
@@ -329,3 +332,74 @@ def test_a_figure_that_asks_for_it_writes_the_report_of_its_studies(quick, monke
     fp.report([os.path.join(quick, "sweeps", "sensitivity")], direct, plots=False)
     assert ours == read_csv(os.path.join(direct, "fixed_budget.csv")) and len({r["entry"] for r in ours}) == 35
     assert {r["problem"] for r in ours} == {"garland-1d"}
+
+
+# ------------------------------------------------------------------------------ --jobs (workers)
+
+def test_jobs_auto_is_one_per_core_on_a_cpu_and_one_on_an_accelerator(monkeypatch):
+    import jax
+
+    from fedpne_jax.core import host_devices
+
+    class Accelerator:
+        platform = "gpu"
+
+    cpus = tuple(jax.devices())
+    monkeypatch.setattr(host_devices, "cores", lambda: 3)
+    assert workers.check_jobs("auto", cpus) == 3 == workers.default_jobs(cpus)
+    monkeypatch.setattr(host_devices, "cores", lambda: 64)
+    assert workers.check_jobs(" AUTO ", cpus) == workers.MAX_AUTO
+    assert workers.check_jobs("auto", (Accelerator(),)) == 1 == workers.check_jobs(1, (Accelerator(),))
+    assert workers.check_jobs("5", cpus) == 5
+    with pytest.raises(ValueError, match="--jobs 2: studies run in parallel processes on the host's cores only, and "
+                                         "the devices are GPUs, which one process uses whole; use --jobs 1"):
+        workers.check_jobs(2, (Accelerator(),))
+    for bad in (0, -1, 1.5, "1.5", "", None, True):
+        with pytest.raises(ValueError, match="--jobs must be a positive integer or auto"):
+            workers.check_jobs(bad, cpus)
+
+
+def _tiny_studies(monkeypatch, seeds=2):
+    study = figures.STUDIES["sensitivity"]
+    monkeypatch.setitem(figures.STUDIES, "sensitivity", dataclasses.replace(
+        study, quick=figures.Size((50,), seeds, (2,)), grid={"fedpne": {"c": (0.1, 0.2), "rho": (0.5,)}}))
+    study = figures.STUDIES["arms"]
+    monkeypatch.setitem(figures.STUDIES, "arms", dataclasses.replace(
+        study, quick=figures.Size((50,), seeds, (2,)), quick_grid={"fed1ucb": {"arms": (10, 30)}}))
+
+
+def _arrays(folder):
+    """{chunk file: {array: value}} of a sweep folder, without the chunk's identity (which holds its
+    wall times)."""
+    out = {}
+    for name in sorted(os.listdir(os.path.join(folder, "chunks"))):
+        with np.load(os.path.join(folder, "chunks", name)) as data:
+            out[name] = {k: data[k] for k in data.files if k != "identity"}
+    return out
+
+
+def test_studies_in_worker_processes_write_the_same_numbers(tmp_path, monkeypatch):
+    """Two studies computed at once in two spawned processes give the sweeps and figures of one
+    process bit for bit; an error in a worker (a changed study without overwrite) reaches the caller
+    with its message."""
+    _tiny_studies(monkeypatch)
+    names = ["sensitivity", "arms"]
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    reproduce(names, out=one, quick=True, progress=False, plot=False, jobs=1, log=lambda *_: None)
+    lines = []
+    reproduce(names, out=two, quick=True, progress=False, plot=False, jobs=2, log=lines.append)
+    assert "2 studies at a time" in lines[0]
+    assert sum(" computed in " in line for line in lines) == 2
+    for study in names:
+        a, b = _arrays(os.path.join(one, "quick", "sweeps", study)), _arrays(os.path.join(two, "quick", "sweeps", study))
+        assert a.keys() == b.keys() and a
+        for name in a:
+            assert a[name].keys() == b[name].keys()
+            for k in a[name]:
+                np.testing.assert_array_equal(a[name][k], b[name][k], err_msg=f"{study} {name} {k}")
+    for name in names:
+        assert read_csv(os.path.join(one, "quick", "figures", f"{name}.csv")) == \
+            read_csv(os.path.join(two, "quick", "figures", f"{name}.csv"))
+    _tiny_studies(monkeypatch, seeds=3)
+    with pytest.raises(sweep_lib.SweepError, match="--overwrite"):
+        reproduce(names, out=two, quick=True, progress=False, plot=False, jobs=2, log=lambda *_: None)

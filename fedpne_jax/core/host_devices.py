@@ -78,6 +78,12 @@ def enable(environ=None) -> int | None:
     return count
 
 
+def count_set() -> int:
+    """The count :func:`enable` set in this process, 0 when it set none (what a worker process started
+    by this one must set again: a spawned interpreter starts from JAX's defaults)."""
+    return _SET[0]
+
+
 def share(devices: tuple, runs: int) -> tuple:
     """The devices a call of ``runs`` runs uses: all of ``devices``, except that host devices made
     by :func:`enable` take at most one per MIN_RUNS runs (at least one).  Devices the caller made

@@ -6,7 +6,8 @@ and ``--seeds N`` under ``OUT/seeds-N`` (``OUT/quick-seeds-N``), so runs of diff
 
     sweeps/<study>/            one sweep folder per study: an interrupted reproduce resumes there
     timing.json                wall seconds each study took to compute (summed over resumed sessions;
-                               restarted when --overwrite discards a study)
+                               restarted when --overwrite discards a study; with --jobs N, studies
+                               computed at once share the cores, so each took longer than alone)
     figures/<figure>.json      the figure's numbers, the studies' definitions, device and timing
     figures/<figure>.csv       the same numbers as rows (panel, series, x, mean, std, stderr, runs)
     figures/<figure>.png       the plot (needs matplotlib: the ``plot`` extra)
@@ -20,12 +21,14 @@ from __future__ import annotations
 import csv
 import io
 import os
+from concurrent.futures import as_completed
 
+from fedpne_jax.core import sharding
 from fedpne_jax.core.errors import MissingExtra
 from fedpne_jax.core.files import write_atomic
 from fedpne_jax.core.result import device_name, versions
 from fedpne_jax.core.validation import is_int
-from fedpne_jax.experiments import store
+from fedpne_jax.experiments import store, workers
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.report import report as benchmark_report
@@ -76,18 +79,23 @@ def study_seconds(base: str) -> dict:
 
 def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int | None = None,
               progress: bool = True, memory_gb: float | None = None, devices=None, plot: bool = True,
-              overwrite: bool = False, log=print) -> dict:
+              overwrite: bool = False, jobs: int | str = 1, log=print) -> dict:
     """Run the studies of the figures ``names``, writing each figure's data and PNG as soon as its
     studies are done, then the summary.  Returns {figure: path of its JSON}.  ``plot=False`` (or no
     matplotlib) writes the data only.  ``overwrite``: rerun a study whose folder holds another
-    definition (one written by another version of the study) instead of refusing."""
+    definition (one written by another version of the study) instead of refusing.  ``jobs``: studies
+    computed at once in worker processes (``"auto"``: see :mod:`fedpne_jax.experiments.workers`),
+    longest first; the numbers are the same for any count."""
 
     names = resolve(names)
     if seeds is not None and (not is_int(seeds) or seeds < 2):
         raise ValueError(f"--seeds must be an integer >= 2 (a standard deviation needs two runs), got {seeds!r}")
+    selected = sharding.select_devices(devices)
+    jobs = workers.check_jobs(jobs, selected)
     studies = figs.studies_of(names)
+    raw = {s: figs.STUDIES[s].definition(quick, seeds) for s in studies}
     # A bad definition must fail now, not after hours of other studies.
-    definitions = {s: sweep_lib.load(figs.STUDIES[s].definition(quick, seeds)) for s in studies}
+    definitions = {s: sweep_lib.load(raw[s]) for s in studies}
     if plot:
         try:
             plotting.pyplot()
@@ -97,44 +105,65 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
     base = folder(out, quick, seeds)
     minutes = 0.0 if quick else expected_minutes(names, seeds)
     runs = sum(d.num_runs for d in definitions.values())
+    jobs = min(jobs, len(studies))
     log(f"fedpne reproduce: {', '.join(names)} — {len(studies)} studies, {runs:,} runs into {base}"
-        + (f"; about {minutes:.0f} min on a 2-core CPU (less where sweeps are already done)" if minutes else ""))
+        + (f"; about {minutes:.0f} min on a 2-core CPU (less where sweeps are already done)" if minutes else "")
+        + (f"; {jobs} studies at a time" if jobs > 1 else ""))
     os.makedirs(os.path.join(base, "figures"), exist_ok=True)
-    results, written, timing = {}, {}, study_seconds(base)
-    for name in names:
-        for study in figs.FIGURES[name].studies:
-            if study in results:
-                continue
-            path = os.path.join(base, "sweeps", study)
-            report = run_sweep(definitions[study], path, memory_gb=memory_gb, devices=devices, progress=progress,
-                               label=study, overwrite=overwrite)
-            if report.runs_computed:
-                # A study computed from nothing (new, or discarded by --overwrite) took this session's
-                # time alone; only a resumed one adds to the earlier sessions'.
-                earlier = timing.get(study, 0.0) if report.runs_before else 0.0
-                timing[study] = earlier + report.seconds
-                store.write_json(os.path.join(base, TIMING), timing)
-                log(f"  {study}: {report.summary().splitlines()[0]}")
-            results[study] = load_sweep(path)
-        data = figs.build(name, results)
-        data["run"] = {"mode": "quick" if quick else "full", "seeds": seeds, "device": device_name(),
-                       "versions": versions(), "command": _command(name, quick, seeds, out),
-                       "seconds": {s: timing.get(s, 0.0) for s in figs.FIGURES[name].studies}}
-        stem = os.path.join(base, "figures", name)
-        # allow_nan=False: figures.stats refuses NaN already, and the file must stay valid JSON.
-        store.write_json(stem + ".json", data, allow_nan=False)
-        write_csv(data, stem + ".csv")
-        if plot:
-            plotting.draw(data, stem + ".png")
-        written[name] = stem + ".json"
-        log(f"  wrote {stem}.json, .csv" + (", .png" if plot else ""))
-        if figs.FIGURES[name].report:
-            folder_ = os.path.join(base, "reports", name)
-            files = benchmark_report([os.path.join(base, "sweeps", s) for s in figs.FIGURES[name].studies], folder_,
-                                     plots=plot)
-            log(f"  wrote {files['REPORT.md']} and {len(files) - 1} more files")
+    results: dict = {}
+    written: dict = {}
+    timing = study_seconds(base)
+
+    def sweep_folder(study):
+        return os.path.join(base, "sweeps", study)
+
+    def finished(study, report):
+        if report.runs_computed:
+            # A study computed from nothing (new, or discarded by --overwrite) took this session's
+            # time alone; only a resumed one adds to the earlier sessions'.
+            earlier = timing.get(study, 0.0) if report.runs_before else 0.0
+            timing[study] = earlier + report.seconds
+            store.write_json(os.path.join(base, TIMING), timing)
+            log(f"  {study}: {report.summary().splitlines()[0]}")
+        results[study] = load_sweep(sweep_folder(study))
+        for name in names:        # figures in the order asked, each once its studies are all done
+            if name not in written and all(s in results for s in figs.FIGURES[name].studies):
+                written[name] = _write_figure(name, results, timing, base, quick, seeds, out, plot, log)
+
+    if jobs == 1:
+        for study in studies:
+            finished(study, run_sweep(definitions[study], sweep_folder(study), memory_gb=memory_gb, devices=selected,
+                                      progress=progress, label=study, overwrite=overwrite))
+    else:
+        # Longest first, so that the last study to start is a short one.
+        order = sorted(studies, key=lambda s: -figs.STUDIES[s].minutes)
+        with workers.Workers(jobs) as pool:
+            pending = {pool.submit(raw[s], sweep_folder(s), memory_gb=memory_gb, devices=len(selected),
+                                   progress=False, label=s, overwrite=overwrite): s for s in order}
+            for future in as_completed(pending):
+                finished(pending[future], pool.result(future))
     log(f"  wrote {summary.write(base)}")
     return written
+
+
+def _write_figure(name, results, timing, base, quick, seeds, out, plot, log) -> str:
+    """The figure's JSON, CSV and PNG, and its report where it asks for one; returns the JSON's path."""
+    data = figs.build(name, results)
+    data["run"] = {"mode": "quick" if quick else "full", "seeds": seeds, "device": device_name(),
+                   "versions": versions(), "command": _command(name, quick, seeds, out),
+                   "seconds": {s: timing.get(s, 0.0) for s in figs.FIGURES[name].studies}}
+    stem = os.path.join(base, "figures", name)
+    # allow_nan=False: figures.stats refuses NaN already, and the file must stay valid JSON.
+    store.write_json(stem + ".json", data, allow_nan=False)
+    write_csv(data, stem + ".csv")
+    if plot:
+        plotting.draw(data, stem + ".png")
+    log(f"  wrote {stem}.json, .csv" + (", .png" if plot else ""))
+    if figs.FIGURES[name].report:
+        files = benchmark_report([os.path.join(base, "sweeps", s) for s in figs.FIGURES[name].studies],
+                                 os.path.join(base, "reports", name), plots=plot)
+        log(f"  wrote {files['REPORT.md']} and {len(files) - 1} more files")
+    return stem + ".json"
 
 
 def _command(name, quick, seeds, out) -> str:

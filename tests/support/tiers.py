@@ -149,6 +149,7 @@ FUNCTIONS = {
     "tests/test_reproduce.py": ["test_a_figure_that_asks_for_it_writes_the_report_of_its_studies",
                                 "test_changed_study_is_refused_unless_overwrite",
                                 "test_every_figure_builds_draws_and_summarises",
+                                "test_studies_in_worker_processes_write_the_same_numbers",
                                 "test_plot_command_draws_runs_and_sweeps",
                                 "test_quick_figure_png_and_data_equal_the_runs",
                                 "test_rerun_resumes_without_running", "test_summary_is_generated_from_the_data",

@@ -1,0 +1,159 @@
+"""Sweeps in worker processes, several at once: ``fedpne reproduce --jobs N``.
+
+A call of few runs stays on one host device (``host_devices.MIN_RUNS``), and XLA compiles a program
+on the thread that asks for it, so a gallery of small studies (every quick study, and the full
+landmine and digits studies of 8-10 seeds) keeps one core busy and leaves the others idle.  Studies
+are independent sweeps into folders of their own, so N processes compute N of them at once, and
+their numbers do not change: a run's numbers depend on its key alone, and every process compiles
+the same programs (the README's "Reproducing the paper" gives the times).
+
+Workers are spawned, not forked: a forked child would inherit JAX's runtime threads in whatever
+state they were in.  A worker starts as its parent is set up: the same host device count and
+compilation cache folder (the processes share its programs), warnings shown the parent's way, and
+Ctrl-C left to the parent, which stops every worker (:meth:`Workers.stop`).  Accelerators, and
+several processes forming one JAX job, are used whole by one process: there ``jobs`` is 1.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+import warnings
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+import jax
+
+from fedpne_jax.core import host_devices
+from fedpne_jax.core.validation import is_int
+from fedpne_jax.experiments.runner import run_sweep
+
+__all__ = ["AUTO", "MAX_AUTO", "WorkerError", "Workers", "check_jobs", "default_jobs", "host_only"]
+
+AUTO = "auto"
+# Measured on 2 cores only; more workers than this multiply memory (each sizes its calls to the
+# budget alone) for studies that mostly run sharded over every core anyway.
+MAX_AUTO = 4
+GRACE_SECONDS = 10.0     # a stopped worker's time to finish writing a file before it is killed
+_CACHE_OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
+_BUSY = [False]
+
+
+class WorkerError(RuntimeError):
+    """A worker process died (killed for memory, say); finished chunks are kept in their folders."""
+
+
+def host_only(devices: tuple) -> bool:
+    """Whether ``devices`` are this process's CPU devices, which worker processes can share."""
+    return jax.process_count() == 1 and all(d.platform == "cpu" for d in devices)
+
+
+def default_jobs(devices: tuple) -> int:
+    """``--jobs auto``: one worker per core up to MAX_AUTO on host devices, else 1."""
+    return max(1, min(MAX_AUTO, host_devices.cores())) if host_only(devices) else 1
+
+
+def check_jobs(jobs, devices: tuple) -> int:
+    """``jobs`` (a positive integer or ``"auto"``) as a count, or a ValueError naming ``--jobs``."""
+    if isinstance(jobs, str) and jobs.strip().lower() == AUTO:
+        return default_jobs(devices)
+    count = int(jobs.strip()) if isinstance(jobs, str) and jobs.strip().isdigit() else jobs
+    if not is_int(count) or count < 1:
+        raise ValueError(f"--jobs must be a positive integer or {AUTO}, got {jobs!r}")
+    if count > 1 and not host_only(devices):
+        where = "several processes form this JAX job" if jax.process_count() > 1 else \
+            f"the devices are {devices[0].platform.upper()}s"
+        raise ValueError(f"--jobs {count}: studies run in parallel processes on the host's cores only, and {where}, "
+                         f"which one process uses whole; use --jobs 1")
+    return int(count)
+
+
+class Workers:
+    """``jobs`` spawned processes that run :func:`fedpne_jax.experiments.runner.run_sweep`.
+
+    As a context manager: a clean exit waits for the workers; an exception (Ctrl-C included) stops
+    them at once.  A stopped worker loses only the call it was computing: every chunk finished before
+    is in its folder and indexed, so a rerun resumes."""
+
+    def __init__(self, jobs: int):
+        self._pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_start, initargs=(_setup(),))
+
+    def submit(self, definition, out: str, **options) -> Future:
+        """``run_sweep(definition, out, **options)`` in a worker; the future's result is its Report.
+        ``definition`` must pickle (a dict does; ``devices`` a count, not device objects)."""
+        return self._pool.submit(_run_sweep, definition, out, options)
+
+    @staticmethod
+    def result(future: Future):
+        """The future's Report, its exception re-raised, or WorkerError where a worker died."""
+        try:
+            return future.result()
+        except BrokenProcessPool as err:
+            raise WorkerError("a worker process died (out of memory?); every finished chunk is kept: rerun with "
+                              "--jobs 1 to resume") from err
+
+    def stop(self) -> None:
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for p in processes:
+            if p.is_alive():
+                p.terminate()
+        for p in processes:
+            p.join(GRACE_SECONDS)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if kind is None:
+            self._pool.shutdown(wait=True)
+        else:
+            self.stop()
+
+
+def _setup() -> dict:
+    """What a worker must set to match this process (a spawned interpreter starts from defaults)."""
+    show = warnings.showwarning
+    try:
+        pickle.dumps(show)
+    except Exception:           # a closure: the worker keeps Python's default
+        show = None
+    return {"host_devices": host_devices.count_set(), "cpu_devices": jax.config.values["jax_num_cpu_devices"],
+            "cache": {k: jax.config.values[k] for k in _CACHE_OPTIONS if jax.config.values[k]},
+            "showwarning": show}
+
+
+def _start(setup: dict) -> None:
+    # The parent answers Ctrl-C (the terminal sends it to every process of the group).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_terminate)
+    if setup["host_devices"]:
+        host_devices.enable({host_devices.ENV: str(setup["host_devices"])})
+    elif setup["cpu_devices"] != -1:
+        jax.config.update("jax_num_cpu_devices", setup["cpu_devices"])
+    for name, value in setup["cache"].items():
+        jax.config.update(name, value)
+    if setup["showwarning"] is not None:
+        warnings.showwarning = setup["showwarning"]
+
+
+def _on_terminate(signum, frame) -> None:
+    if _BUSY[0]:
+        # Unwinds run_sweep (a file being written is finished or removed), then _run_sweep exits.
+        raise KeyboardInterrupt
+    os._exit(128 + signum)
+
+
+def _run_sweep(definition, out: str, options: dict):
+    _BUSY[0] = True
+    try:
+        return run_sweep(definition, out, **options)
+    except KeyboardInterrupt:
+        os._exit(128 + signal.SIGTERM)
+    finally:
+        _BUSY[0] = False
