@@ -13,6 +13,8 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax import cli
+from fedpne_jax.experiments import sweep as sweep_lib
+from fedpne_jax.paper import figures
 
 
 def _interrupt_after(*delays):
@@ -72,3 +74,38 @@ def test_ctrl_c_keeps_the_finished_seeds(tmp_path):
                    seeds=min(n, 4))
     np.testing.assert_array_equal(data["per_seed"]["final_regret"][:first.num_seeds], first.final_regret)
     assert os.path.getsize(out) > 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process group")
+def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(tmp_path):
+    """Ctrl-C reaches the terminal's whole process group: with two studies computed at once in worker
+    processes, the command exits 130, no worker is left running, and a rerun computes only what is
+    missing (the chunks written before the interrupt are kept as they were)."""
+    argv = [sys.executable, "-m", "fedpne_jax", "reproduce", "fig6", "arms", "--quick", "--jobs", "2", "--no-plot",
+            "--no-progress", "--out", str(tmp_path)]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    sweeps = tmp_path / "quick" / "sweeps"
+    deadline = time.monotonic() + 180
+    while child.poll() is None and not any(sweeps.glob("*/chunks/*.npz")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=120)
+    assert child.returncode == 130, stderr
+    assert "fedpne: interrupted; finished chunks are kept, rerun the same command to resume" in stderr
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:          # multiprocessing's resource tracker leaves once the parent has
+        try:
+            os.killpg(child.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("a process of the interrupted command is still running")
+    kept = {p: p.stat().st_mtime_ns for p in sweeps.glob("*/chunks/*.npz")}
+    # One chunk per configuration here: the workers stopped mid-study, not after their studies.
+    studies = figures.studies_of(["fig6", "arms"])
+    assert 0 < len(kept) < sum(len(sweep_lib.load(figures.STUDIES[s].definition(quick=True)).entries) for s in studies)
+    rerun = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
+    assert (tmp_path / "quick" / "figures" / "fig6.json").is_file() and (tmp_path / "quick" / "SUMMARY.md").is_file()
