@@ -76,11 +76,13 @@ def test_ctrl_c_keeps_the_finished_seeds(tmp_path):
     assert os.path.getsize(out) > 0
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process group")
-def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(tmp_path):
-    """Ctrl-C reaches the terminal's whole process group: with two studies computed at once in worker
-    processes, the command exits 130, no worker is left running, and a rerun computes only what is
-    missing (the chunks written before the interrupt are kept as they were)."""
+@pytest.mark.skipif(sys.platform == "win32", reason="signals to a process group")
+@pytest.mark.parametrize("group, signum", [(True, signal.SIGINT), (False, signal.SIGTERM)], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum, tmp_path):
+    """Ctrl-C reaches the terminal's whole process group, SIGTERM (a scheduler's time limit) the
+    command alone: with two studies computed at once in worker processes, the command exits 130, no
+    worker is left running, and a rerun computes only what is missing (the chunks written before the
+    interrupt are kept as they were)."""
     argv = [sys.executable, "-m", "fedpne_jax", "reproduce", "fig6", "arms", "--quick", "--jobs", "2", "--no-plot",
             "--no-progress", "--out", str(tmp_path)]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -88,7 +90,7 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(tmp_path):
     deadline = time.monotonic() + 180
     while child.poll() is None and not any(sweeps.glob("*/chunks/*.npz")) and time.monotonic() < deadline:
         time.sleep(0.05)
-    os.killpg(child.pid, signal.SIGINT)
+    (os.killpg if group else os.kill)(child.pid, signum)
     stdout, stderr = child.communicate(timeout=120)
     assert child.returncode == 130, stderr
     assert "fedpne: interrupted; finished chunks are kept, rerun the same command to resume" in stderr

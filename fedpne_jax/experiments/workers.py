@@ -16,9 +16,9 @@ several processes forming one JAX job, are used whole by one process: there ``jo
 from __future__ import annotations
 
 import multiprocessing
-import os
 import pickle
 import signal
+import threading
 import warnings
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -35,9 +35,8 @@ AUTO = "auto"
 # Measured on 2 cores only; more workers than this multiply memory (each sizes its calls to the
 # budget alone) for studies that mostly run sharded over every core anyway.
 MAX_AUTO = 4
-GRACE_SECONDS = 10.0     # a stopped worker's time to finish writing a file before it is killed
+GRACE_SECONDS = 10.0     # how long a terminated worker may take to die before it is killed
 _CACHE_OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
-_BUSY = [False]
 
 
 class WorkerError(RuntimeError):
@@ -73,8 +72,9 @@ class Workers:
     """``jobs`` spawned processes that run :func:`fedpne_jax.experiments.runner.run_sweep`.
 
     As a context manager: a clean exit waits for the workers; an exception (Ctrl-C included) stops
-    them at once.  A stopped worker loses only the call it was computing: every chunk finished before
-    is in its folder and indexed, so a rerun resumes."""
+    them at once.  A stopped worker dies where it is, losing only the call it was computing: every
+    chunk finished before is in its folder and indexed, and a file it was writing is still a
+    temporary one, which the rerun that resumes removes."""
 
     def __init__(self, jobs: int):
         self._pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
@@ -83,7 +83,7 @@ class Workers:
     def submit(self, definition, out: str, **options) -> Future:
         """``run_sweep(definition, out, **options)`` in a worker; the future's result is its Report.
         ``definition`` must pickle (a dict does; ``devices`` a count, not device objects)."""
-        return self._pool.submit(_run_sweep, definition, out, options)
+        return self._pool.submit(run_sweep, definition, out, **options)
 
     @staticmethod
     def result(future: Future):
@@ -107,13 +107,26 @@ class Workers:
                 p.join()
 
     def __enter__(self) -> Workers:
+        # SIGTERM (a scheduler's time limit, `kill`) must stop the workers too: killed by it, this
+        # process would leave them computing with no one to read their results.
+        self._term = None
+        if threading.current_thread() is threading.main_thread():
+            self._term = signal.signal(signal.SIGTERM, _raise_interrupt) or signal.SIG_DFL
         return self
 
     def __exit__(self, kind, error, trace) -> None:
-        if kind is None:
-            self._pool.shutdown(wait=True)
-        else:
-            self.stop()
+        try:
+            if kind is None:
+                self._pool.shutdown(wait=True)
+            else:
+                self.stop()
+        finally:
+            if self._term is not None:
+                signal.signal(signal.SIGTERM, self._term)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _setup() -> dict:
@@ -129,9 +142,9 @@ def _setup() -> dict:
 
 
 def _start(setup: dict) -> None:
-    # The parent answers Ctrl-C (the terminal sends it to every process of the group).
+    # The parent answers Ctrl-C (the terminal sends it to every process of the group) and stops
+    # the workers with SIGTERM, whose default action ends one at once, even inside a compiled call.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _on_terminate)
     if setup["host_devices"]:
         host_devices.enable({host_devices.ENV: str(setup["host_devices"])})
     elif setup["cpu_devices"] != -1:
@@ -140,20 +153,3 @@ def _start(setup: dict) -> None:
         jax.config.update(name, value)
     if setup["showwarning"] is not None:
         warnings.showwarning = setup["showwarning"]
-
-
-def _on_terminate(signum, frame) -> None:
-    if _BUSY[0]:
-        # Unwinds run_sweep (a file being written is finished or removed), then _run_sweep exits.
-        raise KeyboardInterrupt
-    os._exit(128 + signum)
-
-
-def _run_sweep(definition, out: str, options: dict):
-    _BUSY[0] = True
-    try:
-        return run_sweep(definition, out, **options)
-    except KeyboardInterrupt:
-        os._exit(128 + signal.SIGTERM)
-    finally:
-        _BUSY[0] = False
