@@ -1,17 +1,19 @@
 """Sweeps in worker processes, several at once: ``fedpne reproduce --jobs N``.
 
 A call of few runs stays on one host device (``host_devices.MIN_RUNS``), and XLA compiles a program
-on the thread that asks for it, so a gallery of small studies (every quick study, and the full
-landmine and digits studies of 8-10 seeds) keeps one core busy and leaves the others idle.  Studies
-are independent sweeps into folders of their own, so N processes compute N of them at once, and
-their numbers do not change: a run's numbers depend on its key alone, and every process compiles
-the same programs (the README's "Reproducing the paper" gives the times).
+on the thread that asks for it, so the galleries' studies (every quick study, and the full landmine
+and digits studies of 8-10 seeds), run one at a time, leave cores idle: on 2 cores the quick gallery
+kept 1.4 of them busy, the full one 1.7.  Studies are independent sweeps into folders of their own,
+so N processes compute N of them at once, and their numbers do not change: a run's numbers depend on
+its key alone, and every process compiles the same programs (the README's "Figures of the paper"
+gives the times).
 
 Workers are spawned, not forked: a forked child would inherit JAX's runtime threads in whatever
 state they were in.  A worker starts as its parent is set up: the same host device count and
 compilation cache folder (the processes share its programs), warnings shown the parent's way, and
-Ctrl-C left to the parent, which stops every worker (:meth:`Workers.stop`).  Accelerators, and
-several processes forming one JAX job, are used whole by one process: there ``jobs`` is 1.
+Ctrl-C left to the parent, which stops every worker (:meth:`Workers.stop`); the precision needs
+nothing, as the executor sets x64 for each call.  Accelerators, and several processes forming one JAX
+job, are used whole by one process: there ``jobs`` is 1.
 """
 from __future__ import annotations
 
@@ -32,8 +34,8 @@ from fedpne_jax.experiments.runner import run_sweep
 __all__ = ["AUTO", "MAX_AUTO", "WorkerError", "Workers", "check_jobs", "default_jobs", "host_only"]
 
 AUTO = "auto"
-# Measured on 2 cores only; more workers than this multiply memory (each sizes its calls to the
-# budget alone) for studies that mostly run sharded over every core anyway.
+# Measured on 2 cores only.  Each worker sizes its calls to the memory budget alone, so workers
+# multiply memory, and a large study's calls are sharded over every core already.
 MAX_AUTO = 4
 GRACE_SECONDS = 10.0     # how long a terminated worker may take to die before it is killed
 _CACHE_OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
