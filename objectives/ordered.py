@@ -98,7 +98,9 @@ def _blocked_prefix(op, identity, x):
 
 
 def prefix_sum(x):
-    """``jnp.cumsum(x, axis=-1)``, the same bits, at a third of its cost (:func:`_blocked_prefix`)."""
+    """``jnp.cumsum(x, axis=-1)``, the same bits, at a third of its cost (:func:`_blocked_prefix`).
+    A second fixed order beside :func:`inclusive_scan` (Hillis-Steele doubling): their last bits
+    differ, and each keeps those of the code that used it first, whose results are on record."""
     return _blocked_prefix(jnp.add, 0, x)
 
 
