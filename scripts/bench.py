@@ -29,6 +29,7 @@ import harness  # noqa: E402  (the project on the import path)
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
+from fedpne_jax.core import processor  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
 from fedpne_jax.core.run import compiled_memory  # noqa: E402
 from tests.support import reference  # noqa: E402
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown sections {unknown}; choose from engine,{','.join(SECTIONS)}")
     results = {}
-    print(f"device: {device_name()}, {harness.processor()}")
+    print(f"device: {device_name()}, {processor.describe()}")
     for name in names:
         if name == "engine":
             rows = engine_rows(args.quick)

@@ -50,8 +50,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # One process at a time holds the accelerator, but this driver asks for the device's name before its
 # sections start: it must not take three quarters of the card's memory for that.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-import harness  # noqa: E402  (the project on the import path)
+import harness  # noqa: E402,F401  (the project on the import path)
 import numpy as np  # noqa: E402
+
+from fedpne_jax.core import processor  # noqa: E402
 
 # The order is the order of importance; the seconds are each section's share of a full run.
 SECTIONS = {"correctness": 110, "fedpne": 70, "perpull": 45, "hct": 40, "objectives": 45, "trees": 150, "gp": 30,
@@ -94,7 +96,7 @@ def machine() -> dict:
 
     from fedpne_jax.core.result import versions
     info = dict(versions(), devices=[str(d) for d in jax.devices()], backend=jax.default_backend(),
-                processor=harness.processor())
+                processor=processor.describe())
     try:
         info["nvidia_smi"] = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version,clocks.sm,"
                                              "clocks.max.sm", "--format=csv,noheader"], capture_output=True,
@@ -306,7 +308,7 @@ def fedpne(quick: bool, deadline: float, emit) -> None:
     objective = objectives.make_objective("garland", M)
     config = fp.FedPNEConfig(num_clients=M, horizon=T, noise="gaussian:0.1")
     reference = bench.reference_rate(config.replace(split="longest"), objective, 5 if quick else 50, False)
-    emit(dict(M=M, T=T, implementation="numpy reference (exact means)", processor=harness.processor(),
+    emit(dict(M=M, T=T, implementation="numpy reference (exact means)", processor=processor.describe(),
               reference_runs_per_s=reference))
     for seeds in ((10, 100) if quick else (1_000, 10_000, 100_000)):
         if time.time() > deadline - 5:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import sys
 import time
@@ -19,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:        # the project (and its test-support package, tests.support) from a checkout
     sys.path.insert(0, ROOT)
 
-from fedpne_jax.core import host_devices  # noqa: E402
+from fedpne_jax.core import host_devices, processor  # noqa: E402
 from fedpne_jax.core.files import write_json  # noqa: E402
 from fedpne_jax.core.result import device_name, versions  # noqa: E402
 
@@ -57,31 +56,10 @@ def generic_table(rows: list[dict]) -> str:
     return "\n".join([line(keys), "-" * len(line(keys))] + [line(c) for c in cells])
 
 
-def processor() -> str:
-    """The host's processor, as a ratio measured on it must be quoted with: /proc/cpuinfo's model name,
-    which on cloud machines is often only "AMD EPYC" or "Intel Xeon", so with its family and model
-    (AMD family 25 model 1 is Zen 3, model 17 Zen 4), AVX-512 when present, and the CPU count."""
-    fields: dict = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, sep, value = line.partition(":")
-                key = key.strip()
-                if sep and key in ("model name", "cpu family", "model", "flags") and key not in fields:
-                    fields[key] = value.strip()
-    except OSError:
-        pass
-    if "model name" not in fields:
-        return f"{platform.machine()} {platform.processor()} ({os.cpu_count()} CPUs)".strip()
-    avx512 = ", AVX-512" if "avx512f" in fields.get("flags", "").split() else ""
-    return (f"{fields['model name']} (family {fields.get('cpu family', '?')} model {fields.get('model', '?')}"
-            f"{avx512}, {os.cpu_count()} CPUs)")
-
-
 def report(results: dict, path: str) -> None:
     """Write the benchmark's JSON: the device and processor, the versions, the sections' rows and the
     peak memory."""
-    write_json(path, {"device": device_name(), "processor": processor(), "versions": versions(),
+    write_json(path, {"device": device_name(), "processor": processor.describe(), "versions": versions(),
                       "sections": results, "process_peak_rss_mb": peak_rss_mb()})
     print(f"wrote {path}")
 
@@ -93,7 +71,7 @@ def main(doc: str, rows: Callable[[bool], list[dict]], table: Callable[[list[dic
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     ap.add_argument("--out", default=default_out)
     args = ap.parse_args(argv)
-    print(f"device: {device_name()}, {processor()}")
+    print(f"device: {device_name()}, {processor.describe()}")
     result = rows(args.quick)
     print((table or generic_table)(result))
     report({os.path.splitext(os.path.basename(default_out))[0]: result}, args.out)

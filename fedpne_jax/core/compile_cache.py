@@ -31,6 +31,7 @@ from pathlib import Path
 
 import jax
 
+from fedpne_jax.core import processor
 from fedpne_jax.core.result import versions
 
 ENV = "FEDPNE_COMPILE_CACHE"
@@ -52,18 +53,9 @@ def default_root(environ=None) -> Path:
 def processor_tag(cpuinfo: str | None = None) -> str:
     """12 hex digits that differ between processors whose instruction sets differ: the model name
     and feature flags of /proc/cpuinfo's first processor (elsewhere, what ``platform`` knows)."""
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo") as f:
-                cpuinfo = f.read()
-        except OSError:
-            cpuinfo = ""
-    fields: dict = {}
-    for line in cpuinfo.splitlines():
-        key, sep, value = line.partition(":")
-        key = key.strip()
-        if sep and key in ("model name", "flags", "Features", "CPU implementer", "CPU part") and key not in fields:
-            fields[key] = " ".join(sorted(value.split())) if key in ("flags", "Features") else value.strip()
+    fields = {k: " ".join(sorted(v.split())) if k in ("flags", "Features") else v
+              for k, v in processor.fields(("model name", "flags", "Features", "CPU implementer", "CPU part"),
+                                           cpuinfo).items()}
     text = repr(sorted(fields.items())) if fields else f"{platform.machine()} {platform.processor()}"
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
