@@ -48,7 +48,7 @@ def test_exact_sqrt_division_is_the_ieee_result_in_any_batch():
     np.testing.assert_allclose(plain, expected, rtol=4e-7)
 
 
-@pytest.mark.parametrize("n,k", [(64, 64), (64, 10), (10, 64), (5, 3)])
+@pytest.mark.parametrize("n,k", [(64, 64), (64, 10), (10, 64), (5, 3), (7, 2)])
 def test_matvec_is_pairwise_in_an_order_fixed_by_n(n, k):
     rng = np.random.default_rng(n * 100 + k)
     x = rng.standard_normal((12, n)).astype(np.float32)
@@ -69,6 +69,58 @@ def test_matvec_is_pairwise_in_an_order_fixed_by_n(n, k):
     np.testing.assert_array_equal(alone, in_pairs)
     np.testing.assert_allclose(alone, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-5)
 
+
+
+def _round_to_float32(v):
+    """The float32 nearest the exact rational ``v`` (ties to even), rounding once: via float64 only
+    where that cannot round twice."""
+    from fractions import Fraction
+    d = float(v)                                                 # correctly rounded (CPython)
+    f = np.float32(d)
+    if Fraction(d) != v:
+        other = np.nextafter(f, np.float32(np.inf) if Fraction(float(f)) < Fraction(d) else np.float32(-np.inf))
+        lo, hi = sorted((f, other))
+        mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
+        if Fraction(d) == mid:                                   # a float32 tie in float64, not in v
+            f = hi if v > mid else lo
+    return f
+
+
+def _matvec_contracted(x, w):
+    """x @ w as the compiled matvec computes it: the pairwise tree of matvec's docstring, in which
+    every sum of a product and another term is one fused multiply-add (the first product of a pair
+    is the one contracted), and every other sum is a float32 addition."""
+    from fractions import Fraction
+    exact = lambda a: Fraction(float(a))
+    value = lambda t: np.float32(t[1] * t[2]) if t[0] == "product" else t[1]
+
+    def add(s, t):
+        if s[0] == "product":
+            return "sum", _round_to_float32(exact(s[1]) * exact(s[2]) + exact(value(t)))
+        if t[0] == "product":
+            return "sum", _round_to_float32(exact(t[1]) * exact(t[2]) + exact(s[1]))
+        return "sum", np.float32(s[1] + t[1])
+
+    out = np.empty(w.shape[1], np.float32)
+    for j in range(w.shape[1]):
+        terms = [("product", x[i], w[i, j]) for i in range(x.shape[0])]
+        while len(terms) > 1:
+            terms = [add(terms[i], terms[i + 1]) if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+        out[j] = value(terms[0])
+    return out
+
+
+@pytest.mark.parametrize("n,k", [(64, 10), (10, 6), (7, 2)])
+def test_compiled_matvec_contracts_each_product_into_the_sum_that_adds_it(n, k):
+    """The compiled bits are pinned, not only the same alone and in a batch: matvec's vectorised tree
+    must fuse each product into its sum as the spelled-out terms of the results on record did (an odd
+    n's last product included), in one run and in a batch of runs with their own weights."""
+    rng = np.random.default_rng(7 * n + k)
+    x = rng.standard_normal((6, n)).astype(np.float32)
+    w = rng.standard_normal((6, n, k)).astype(np.float32)
+    expected = np.stack([_matvec_contracted(x[r], w[r]) for r in range(6)])
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(matvec))(x, w)), expected)
+    np.testing.assert_array_equal(np.asarray(jax.jit(matvec)(x[0], w[0])), expected[0])
 
 def _blocked_cumsum(x):
     """XLA's CPU order for a cumulative sum, in float32 NumPy: a window of one is the element; up to
