@@ -159,11 +159,15 @@ def local(data, x, m):
     return reward(x[0], data["beta"][m], data["supply"][m], data["inv_supply"][m], data["i0"][m])
 
 
-@averages(local)
+def mean_of_clients(data, values):
+    """The global value from the M regions' values (fixed-order mean)."""
+    return pairwise_sum(_rounded(values)) * (1.0 / values.shape[-1])
+
+
+@averages(local, combine=mean_of_clients)
 def global_(data, x):
     M = data["beta"].shape[0]
-    values = jax.vmap(lambda m: local(data, x, m))(jnp.arange(M, dtype=jnp.int32))
-    return pairwise_sum(_rounded(values)) * (1.0 / M)
+    return mean_of_clients(data, jax.vmap(lambda m: local(data, x, m))(jnp.arange(M, dtype=jnp.int32)))
 
 
 def dense_f_star(regions) -> float:

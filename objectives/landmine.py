@@ -251,9 +251,13 @@ def local(data, x, m):
     return client_auc(data, m, x[0], x[1])
 
 
-@averages(local)
+def mean_of_clients(data, values):
+    """The global value from the M clients' AUCs (fixed-order mean)."""
+    return pairwise_sum(values) * (1.0 / values.shape[-1])      # the sum of multiples of 2^-16 is exact
+
+
+@averages(local, combine=mean_of_clients)
 def global_(data, x):
-    """Mean AUC over the clients (fixed-order mean)."""
+    """Mean AUC over the clients."""
     M = data["y"].shape[0]
-    values = jax.vmap(lambda m: local(data, x, m))(jnp.arange(M, dtype=jnp.int32))
-    return pairwise_sum(values) * (1.0 / M)       # the sum of multiples of 2^-16 is exact
+    return mean_of_clients(data, jax.vmap(lambda m: local(data, x, m))(jnp.arange(M, dtype=jnp.int32)))

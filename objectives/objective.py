@@ -178,6 +178,26 @@ class Objective:
         out = jax.vmap(per_point)(flat)
         return out.reshape(x.shape[:-1] + (self.num_clients,))
 
+    def values_and_locals(self, x) -> tuple:
+        """(global values (...), local values (..., M)) at points of shape (..., D).  Where global_fn
+        is marked as ``combine`` of local_fn's values (:func:`averages`), the global values are
+        combined from the local ones, with the same bits, and each (point, client) is evaluated once:
+        an objective that trains a model per evaluation would otherwise train every model twice."""
+        combine = self.combine
+        local = self.local_values(x)
+        if combine is None:
+            return self.value(x), local
+        flat = local.reshape(-1, self.num_clients)
+        g = jax.vmap(lambda v: _traced_once(combine, self.data, v))(flat)
+        return g.reshape(local.shape[:-1]), local
+
+    @property
+    def combine(self) -> Callable | None:
+        """global_fn's combination of the M local values (:func:`averages`), or None."""
+        if getattr(self.global_fn, "averages", None) is not self.local_fn:
+            return None
+        return getattr(self.global_fn, "combine", None)
+
     def local(self, x, m) -> jax.Array:
         """Client m's local objective at one point x of shape (D,) (traceable; used by the engine)."""
         return _traced_once(self.local_fn, self.data, x, m)
@@ -217,14 +237,22 @@ _SHAPES_CHECKED: set = set()
 _MEAN_CHECKED: set = set()
 
 
-def averages(local_fn: Callable) -> Callable[[Callable], Callable]:
+def averages(local_fn: Callable, combine: Callable | None = None) -> Callable[[Callable], Callable]:
     """Marks a global function that returns the mean of ``local_fn`` over the clients by
     construction (it evaluates ``local_fn`` for every client and averages), so that an objective
     built from the pair skips the probe check of that identity: for an objective that trains a model
     per evaluation, the probe trains 2 M models per point, longer than the runs of a quick study.
-    The objectives' own tests hold such a pair to the identity."""
+    The objectives' own tests hold such a pair to the identity.
+
+    ``combine(data, values)``, where given, is how the global function turns the M local values
+    (shape (M,)) of a point into its value: it must be exactly what the global function computes
+    after evaluating ``local_fn`` for every client (call it there, so that the rule is written
+    once).  Where an algorithm needs both the global and the local values of the same points,
+    :meth:`Objective.values_and_locals` then evaluates the local ones only."""
     def mark(global_fn: Callable) -> Callable:
         global_fn.averages = local_fn      # type: ignore[attr-defined]  # a function attribute, read by getattr
+        if combine is not None:
+            global_fn.combine = combine    # type: ignore[attr-defined]
         return global_fn
     return mark
 

@@ -20,6 +20,7 @@ from objectives import python as pyobj
 from objectives import synthetic
 from objectives.heterogeneity import GlobalOnly, Shifted
 from objectives.objective import Objective
+from objectives.ordered import pairwise_sum
 from tests.support import reference
 from tests.support.helpers import make, reference_problem
 
@@ -103,6 +104,38 @@ def test_evaluations_are_the_pulled_rows_rounded_to_the_block(sampling, local, i
     assert run["every_row_total"].tolist() == [len(phases) * run["capacity"] * M * sites] * 2
     assert run["capacity"] > BLOCK * -(-max(phases) // BLOCK)           # rows were skipped
 
+
+def test_a_global_combined_from_the_local_values_is_not_evaluated_again(iterative):
+    """An objective whose global function is marked as the combination of its local values
+    (objectives.averages with combine) is evaluated at the local site only, and makes the same run
+    as the same functions unmarked, which evaluate both sites."""
+    local = iterative.local_fn
+    mean = lambda data, values: pairwise_sum(values) * (1.0 / values.shape[-1])
+    clients = jnp.arange(M, dtype=jnp.int32)
+
+    def plain(data, x):
+        return mean(data, jax.vmap(lambda m: local(data, x, m))(clients))
+
+    @objectives.averages(local, combine=mean)
+    def marked(data, x):
+        return mean(data, jax.vmap(lambda m: local(data, x, m))(clients))
+
+    config = fp.FedPNEConfig(num_clients=M, horizon=2900, noise="gaussian:0.1", sampling="client", split="longest",
+                             checkpoints=9)
+    runs = {}
+    for label, fn in (("plain", plain), ("marked", marked)):
+        objective = dataclasses.replace(iterative, global_fn=fn)
+        assert (objective.combine is not None) == (label == "marked")
+        runs[label] = evaluation_run(config, objective, seeds=2)
+    plain_out, marked_out = runs["plain"]["outputs"], runs["marked"]["outputs"]
+    for field in ("final_regret", "curve", "phases", "uploads", "recommendation", "simple_curve", "flags"):
+        np.testing.assert_array_equal(getattr(marked_out, field), getattr(plain_out, field), err_msg=field)
+    e = plain_out.evaluations
+    assert (e[:, 0] == e[:, 1]).all() and (e[:, 0] > 0).all()
+    np.testing.assert_array_equal(marked_out.evaluations, e * np.array([0, 1, 1, 1]))
+    np.testing.assert_array_equal(runs["marked"]["total"], e[:, 1] * M)
+    np.testing.assert_array_equal(runs["plain"]["total"], 2 * e[:, 1] * M)
+    np.testing.assert_array_equal(runs["marked"]["every_row_total"], e[:, 3] * runs["marked"]["capacity"] * M)
 
 def test_closed_form_objectives_evaluate_every_row(closed):
     config = fp.FedPNEConfig(num_clients=M, horizon=2900, noise="none", sampling="client", split="longest",

@@ -302,6 +302,20 @@ def test_vmapped_equals_one_point_at_a_time(name, request):
 
 
 @pytest.mark.parametrize("name", ["covid", "landmine", "digits"])
+def test_global_values_combined_from_the_local_ones_are_the_global_functions_bits(name, request):
+    """values_and_locals evaluates the clients once and combines their values as global_fn does
+    (objectives.averages' combine): the same bits as global_fn, in a batch and for one point."""
+    obj = request.getfixturevalue(f"{name}_obj")
+    local, glob = request.getfixturevalue(f"{name}_values")
+    X = {"covid": COVID_X, "landmine": LANDMINE_X, "digits": DIGITS_X}[name]
+    assert obj.combine is not None
+    both = jax.jit(lambda o, X: o.values_and_locals(X))
+    g, loc = (np.asarray(v) for v in both(obj, X))
+    np.testing.assert_array_equal(g, glob)
+    np.testing.assert_array_equal(loc, local)
+    np.testing.assert_array_equal(np.asarray(both(obj, X[1:2])[0]), glob[1:2])
+
+@pytest.mark.parametrize("name", ["covid", "landmine", "digits"])
 def test_programs_have_no_processor_dependent_operation(name, request):
     """The program the value tests compiled (a cache hit here) has no operation whose numbers depend on
     the processor (fedpne_jax.core.portability): digits' matrix-vector products are fixed-order sums."""

@@ -111,7 +111,8 @@ def unit(points, lo, hi):
 def run_arms(key, objective, k: int):
     """(arms (K, D), global values (K,), local values (K, M)) of one run (see :func:`no_contraction`)."""
     points = grid(start_offsets(key, objective.dim), objective.lo, objective.hi, k)
-    return points, no_contraction(objective.value(points)), no_contraction(objective.local_values(points))
+    g, local = objective.values_and_locals(points)
+    return points, no_contraction(g), no_contraction(local)
 
 
 def flags(noise_kind: str, global_values, local_values, pulled, f_star: float | None = None):

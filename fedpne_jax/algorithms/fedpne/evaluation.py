@@ -24,8 +24,9 @@ larger batch), and the real objectives are written so (see their modules).  The 
 in the last bit of regret for objectives whose value ends in a product: with every row evaluated in
 one call, XLA may fuse that product with f* - f into one FMA; a value leaving the loop never is.
 
-Counting: every estimate reports ``evaluated``, int32 (4,): rows evaluated at the global site, rows
-at the local site (one row: all M clients), pull blocks whose points were evaluated (PULL_BLOCK
+Counting: every estimate reports ``evaluated``, int32 (4,): rows evaluated at the global site (none
+where the global values are combined from the local ones, objectives.averages), rows at the local
+site (one row: all M clients), pull blocks whose points were evaluated (PULL_BLOCK
 points per client, at both sites), and evaluation calls at the node centres (one per phase; with
 every row evaluated each costs ``capacity`` rows per site).  Small units keep a run's totals within
 int32; :func:`counts` turns them into evaluations on the host.
@@ -87,26 +88,26 @@ def _primitives(jaxpr, names: set) -> None:
                     _primitives(sub.jaxpr, names)
 
 
-def at_rows(block: int, capacity: int, fns, x, used):
-    """(values of every function of ``fns`` at the rows of ``x``, rows evaluated).
+def at_rows(block: int, capacity: int, fn, x, used):
+    """(the values ``fn`` returns at the rows of ``x``, rows evaluated).
 
-    ``fns``: functions of points (B, D) returning (B, ...) arrays.  ``block`` 0: every row in one call.
+    ``fn``: a function of points (B, D) returning a tuple of (B, ...) arrays.  ``block`` 0: every row in one call.
     Otherwise rows [0, ceil(used / block) block) are evaluated a block at a time and the other rows
     hold zeros (no reader looks at them, see the module's docstring)."""
     if block == 0:
-        return tuple(f(x) for f in fns), jnp.int32(capacity)
+        return tuple(fn(x)), jnp.int32(capacity)
     blocks = -(-capacity // block)
     # Extra rows of the last block repeat the table's last row: a point of the box (a point outside
     # it could cost an iterative objective its longest fit, or fail).
     padded = jnp.pad(x, ((0, blocks * block - capacity), (0, 0)), mode="edge")
-    shapes = jax.eval_shape(lambda p: tuple(f(p) for f in fns), padded[:block])
+    shapes = jax.eval_shape(lambda p: tuple(fn(p)), padded[:block])
     init = tuple(jnp.zeros((blocks * block,) + s.shape[1:], s.dtype) for s in shapes)
     trips = used // block + (used % block > 0).astype(jnp.int32)
 
     def body(carry):
         i, outs = carry
         points = jax.lax.dynamic_slice_in_dim(padded, i * block, block)
-        values = tuple(f(points) for f in fns)
+        values = tuple(fn(points))
         return i + 1, tuple(jax.lax.dynamic_update_slice_in_dim(o, v, i * block, 0) for o, v in zip(outs, values))
 
     _, outs = jax.lax.while_loop(lambda c: c[0] < trips, body, (jnp.int32(0), init))
@@ -126,6 +127,6 @@ def counts(evaluated, num_clients: int, capacity: int) -> dict:
     M, per_block = num_clients, pulls_lib.PULL_BLOCK * num_clients
     glob = e[..., 0] + e[..., 2] * per_block
     local = e[..., 1] * M + e[..., 2] * per_block
-    sites = np.where(e[..., 1] > 0, 2, 1)
+    sites = np.maximum((e[..., 0] > 0).astype(np.int64) + (e[..., 1] > 0), 1)
     every_row = e[..., 3] * capacity * M * sites + e[..., 2] * per_block * (M + 1)
     return dict(global_points=glob, local_pairs=local, total=glob * M + local, every_row_total=every_row)

@@ -108,10 +108,13 @@ def _pulled_rows(pulls):
 
 
 def _centre_values(static, objective, x, pulls, local: bool):
-    """Global values at the pulled rows (and the clients' local values when ``local``), and the count."""
-    fns = (objective.value, objective.local_values) if local else (objective.value,)
-    values, rows = evaluation.at_rows(static.eval_block, static.capacity, fns, x, _pulled_rows(pulls))
-    evaluated = jnp.stack([rows, rows if local else jnp.int32(0), jnp.int32(0), jnp.int32(1)])
+    """Global values at the pulled rows (and the clients' local values when ``local``), and the count.
+    With the local values, an objective whose global value combines them (objectives.averages) is
+    evaluated at the local site only."""
+    fn = objective.values_and_locals if local else lambda p: (objective.value(p),)
+    values, rows = evaluation.at_rows(static.eval_block, static.capacity, fn, x, _pulled_rows(pulls))
+    at_global = jnp.int32(0) if local and objective.combine is not None else rows
+    evaluated = jnp.stack([at_global, rows if local else jnp.int32(0), jnp.int32(0), jnp.int32(1)])
     return values, evaluated
 
 

@@ -342,15 +342,14 @@ class _Carry(NamedTuple):
 def simulate(static: Static, params, objective, key, policy: Policy, reward_values: Callable) -> Outputs:
     """One run of ``params.horizon`` rounds.
 
-    reward_values(objective, points) -> (K, B) values the B pick slots observe at each candidate
-    (the global objective for centralized algorithms, client b's local objective for BBO).  Regret
-    of a round is the mean over the B picks of f* - f(x) with f the global objective.
+    reward_values(objective, points) -> ((K,) global values, (K, B) values the B pick slots observe
+    at each candidate: the global objective for centralized algorithms, client b's local objective
+    for BBO).  Regret of a round is the mean over the B picks of f* - f(x) with f the global objective.
     """
     K, B = static.num_candidates, static.batch
     unit = unit_candidates(static, key)
     points = to_box(objective, unit)
-    f_global = objective.value(points).astype(jnp.float32)          # (K,)
-    rewards = reward_values(objective, points).astype(jnp.float32)  # (K, B)
+    f_global, rewards = (v.astype(jnp.float32) for v in reward_values(objective, points))   # (K,), (K, B)
     gaps = jnp.float32(objective.f_star) - f_global
     scale = checkpoints.target_scale(objective, jnp.float32)
     goals = checkpoints.targets(scale)
@@ -421,13 +420,14 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
 
 
 def global_rewards(objective, points):
-    """Centralized algorithms observe the global objective: (K, 1)."""
-    return objective.value(points)[:, None]
+    """Centralized algorithms observe the global objective: (K,), (K, 1)."""
+    g = objective.value(points)
+    return g, g[:, None]
 
 
 def local_rewards(objective, points):
-    """BBO's pick slot m is client m, which observes its local objective: (K, M)."""
-    return objective.local_values(points)
+    """BBO's pick slot m is client m, which observes its local objective: (K,), (K, M)."""
+    return objective.values_and_locals(points)
 
 
 METRICS = ("recommendation", "distinct", "choices") + checkpoints.MEASURES
