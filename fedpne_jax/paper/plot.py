@@ -362,7 +362,7 @@ def _legends(fig, axes, plan) -> None:
     # A legend every panel shares is drawn once, where it hides the least data of any panel.
     pending = [inside] if plan["shared"] and inside else [[ax] for ax in inside]
     while pending:
-        fig.canvas.draw()         # the layout fixes the axes' sizes and limits the corners are judged on
+        fig.draw_without_rendering()   # the layout fixes the axes' sizes and limits the corners are judged on
         renderer = fig.canvas.get_renderer()
         placed, moved = [], False
         for group in pending:
