@@ -59,6 +59,7 @@ class Study:
     params: dict = dataclasses.field(default_factory=dict)      # per algorithm: {name: {param: value}}
     grid: dict = dataclasses.field(default_factory=dict)        # per algorithm: {name: {param: [values]}}
     quick_grid: dict = dataclasses.field(default_factory=dict)  # the grid in quick mode, where it differs
+    quick_params: dict = dataclasses.field(default_factory=dict)  # per algorithm: params changed in quick mode
     minutes: float = 0.0          # full-mode wall time measured on a 2-core CPU (compilation included)
     share_programs: bool = False  # the sweep's share_programs: one program for its BBOB functions
 
@@ -71,8 +72,9 @@ class Study:
                "params": {"noise": NOISE, "checkpoints": min(20 if quick else 50, min(size.horizon))}}
         for name in self.algorithms:
             table = {}
-            if self.params.get(name):
-                table["params"] = dict(self.params[name])
+            params = {**self.params.get(name, {}), **(self.quick_params.get(name, {}) if quick else {})}
+            if params:
+                table["params"] = params
             grid = (self.quick_grid if quick and name in self.quick_grid else self.grid).get(name)
             if grid:
                 table["grid"] = {k: list(v) for k, v in grid.items()}
@@ -119,15 +121,21 @@ STUDIES = {s.name: s for s in [
     Study("compare-synthetic-fnucb", SYNTHETIC, ("fnucb",), full=Size((10_000,), 20), quick=Size((300,), 2),
           minutes=1.5),
     # KernelTS evaluates every candidate once per run: 10 x 10 candidates on the 2-D landmine box and
-    # 5 x 5 x 5 on the 3-D digits box keep that to the cost of the other algorithms' runs.
+    # 5 x 5 x 5 on the 3-D digits box keep that to the cost of the other algorithms' runs.  So do
+    # Fed1-UCB and FN-UCB with their arms: a quick run of 15 or 20 rounds pulls a few of them, so
+    # quick studies use 5 x 5 and 3 x 3 x 3 (evaluating 125 candidates was 10 of compare-digits' 50 s).
     Study("compare-landmine", ("landmine",), COMPARED, full=Size((500,), 10, (4,)),
-          quick=Size((20,), 2, (2,)), params={"hct": HCT, "kernelts": {"num_candidates": 100}}, minutes=3.1),
+          quick=Size((20,), 2, (2,)), params={"hct": HCT, "kernelts": {"num_candidates": 100}},
+          quick_params={"kernelts": {"num_candidates": 25}, "fed1ucb": {"arms": 5}, "fnucb": {"arms": 5}},
+          minutes=3.1),
     Study("compare-covid", ("covid",), ("fedpne", "hct", "kernelts", "fed1ucb"), full=Size((10_000,), 100, (8,)),
           quick=Size((300,), 4, (8,)), params={"hct": HCT}, minutes=0.6),
     Study("compare-covid-fnucb", ("covid",), ("fnucb",), full=Size((10_000,), 20, (8,)), quick=Size((300,), 2, (8,)),
           minutes=0.6),
     Study("compare-digits", ("digits",), COMPARED, full=Size((300,), 8, (10,)), quick=Size((15,), 2, (3,)),
-          params={"hct": HCT, "kernelts": {"num_candidates": 125}}, minutes=2.1),
+          params={"hct": HCT, "kernelts": {"num_candidates": 125}},
+          quick_params={"kernelts": {"num_candidates": 27}, "fed1ucb": {"arms": 3}, "fnucb": {"arms": 3}},
+          minutes=2.1),
     Study("arms", SYNTHETIC, ("fed1ucb",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fed1ucb": {"arms": (10, 30, 100, 300, 1000)}}, quick_grid={"fed1ucb": {"arms": (10, 100, 1000)}},
           minutes=0.5),
