@@ -36,8 +36,8 @@ def matvec(x, w):
     5x a dot at n = k = 64.
 
     Each level of the tree is one array operation (rows 2i and 2i + 1 added, an odd last row carried),
-    not n scalar-times-row terms: half the compile time and half the run time of the digits objective,
-    the same bits.  A product is only ever used by the sum that adds it, in one expression, as in the
+    not n scalar-times-row terms: the digits objective compiled in about half the time (1.6-2.1 s
+    against 0.9-1.1 s for a batch of 32 points), ran no slower, and gave the same bits.  A product is only ever used by the sum that adds it, in one expression, as in the
     spelled-out terms, so that XLA fuses the two and contracts them into an FMA wherever it did there:
     a product that passed through a slice or a concatenation first was fused in some shapes and not
     in others (alone but not in a batch, or at n = 7 but not at n = 5), which moved the FMAs and so
