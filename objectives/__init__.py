@@ -32,6 +32,7 @@ from objectives.heterogeneity import heterogeneous_parts as heterogeneous_parts
 from objectives.heterogeneity import heterogeneous_parts_on_base as heterogeneous_parts_on_base
 from objectives.objective import Objective as Objective
 from objectives.objective import averages as averages
+from objectives.objective import mean_of_clients as mean_of_clients
 from objectives.python import PythonObjectiveError as PythonObjectiveError
 from objectives.python import from_python as from_python
 from objectives.python import from_pyxab as from_pyxab
@@ -58,4 +59,4 @@ from objectives.validation import is_int as is_int
 __all__ = ["Objective", "make_objective", "register", "UserSpec", "spec", "default_size", "default_seeds",
            "default_heterogeneity", "REGISTRY", "REAL_REGISTRY", "BBOB_REGISTRY", "OBJECTIVES", "HETEROGENEITIES",
            "REAL_HETEROGENEITIES", "DEFAULT_AMPLITUDE", "client_shifts", "fourier_perturbation", "from_python",
-           "from_pyxab", "PythonObjectiveError", "averages"]
+           "from_pyxab", "PythonObjectiveError", "averages", "mean_of_clients"]

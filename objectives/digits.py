@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from objectives.objective import averages
+from objectives.objective import averages, mean_of_clients
 from objectives.ordered import matvec, pairwise_sum
 
 MAX_CLIENTS = 10
@@ -181,11 +181,6 @@ def local(data, x, m):
     client = lambda a: a[m]
     return train_and_test(jax.tree.map(client, data["init"]), data["x_train"][m], data["y_train"][m],
                           data["x_test"][m], data["y_test"][m], data["order"][m], batch_size(x[0]), x[1], x[2])
-
-
-def mean_of_clients(data, values):
-    """The global value from the M clients' accuracies (fixed-order mean)."""
-    return pairwise_sum(values) * (1.0 / values.shape[-1])        # the sum of multiples of 1/64 is exact
 
 
 @averages(local, combine=mean_of_clients)

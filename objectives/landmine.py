@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from objectives.objective import averages
+from objectives.objective import averages, mean_of_clients
 from objectives.ordered import pairwise_sum
 
 NUM_FIELDS = 29
@@ -249,11 +249,6 @@ def client_auc(data, m, C, gamma):
 def local(data, x, m):
     """Client m's AUC at x = (C, gamma)."""
     return client_auc(data, m, x[0], x[1])
-
-
-def mean_of_clients(data, values):
-    """The global value from the M clients' AUCs (fixed-order mean)."""
-    return pairwise_sum(values) * (1.0 / values.shape[-1])      # the sum of multiples of 2^-16 is exact
 
 
 @averages(local, combine=mean_of_clients)

@@ -37,12 +37,13 @@ def matvec(x, w):
 
     Each level of the tree is one array operation (rows 2i and 2i + 1 added, an odd last row carried),
     not n scalar-times-row terms: the digits objective compiled in about half the time (1.6-2.1 s
-    against 0.9-1.1 s for a batch of 32 points), ran no slower, and gave the same bits.  A product is only ever used by the sum that adds it, in one expression, as in the
-    spelled-out terms, so that XLA fuses the two and contracts them into an FMA wherever it did there:
-    a product that passed through a slice or a concatenation first was fused in some shapes and not
-    in others (alone but not in a batch, or at n = 7 but not at n = 5), which moved the FMAs and so
-    the last bits.  Hence the pairs' products are formed from the pairs' rows, and the last product
-    of an odd n is kept apart until the level where it is added."""
+    against 0.9-1.1 s for a batch of 32 points), ran no slower, and gave the same bits.  A product is
+    only ever used by the sum that adds it, in one expression, as in the spelled-out terms, so that
+    XLA fuses the two and contracts them into an FMA wherever it did there: a product that passed
+    through a slice or a concatenation first was fused in some shapes and not in others (alone but
+    not in a batch, or at n = 7 but not at n = 5), which moved the FMAs and so the last bits.  Hence
+    the pairs' products are formed from the pairs' rows, and the last product of an odd n is kept
+    apart until the level where it is added."""
     n = x.shape[0]
     even = n - n % 2
     body = x[0:even:2, None] * w[0:even:2] + x[1:even:2, None] * w[1:even:2]     # (n // 2, k)
