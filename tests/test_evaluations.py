@@ -20,7 +20,6 @@ from objectives import python as pyobj
 from objectives import synthetic
 from objectives.heterogeneity import GlobalOnly, Shifted
 from objectives.objective import Objective
-from objectives.ordered import pairwise_sum
 from tests.support import reference
 from tests.support.helpers import make, reference_problem
 
@@ -110,7 +109,7 @@ def test_a_global_combined_from_the_local_values_is_not_evaluated_again(iterativ
     (objectives.averages with combine) is evaluated at the local site only, and makes the same run
     as the same functions unmarked, which evaluate both sites."""
     local = iterative.local_fn
-    mean = lambda data, values: pairwise_sum(values) * (1.0 / values.shape[-1])
+    mean = objectives.mean_of_clients
     clients = jnp.arange(M, dtype=jnp.int32)
 
     def plain(data, x):
@@ -136,6 +135,7 @@ def test_a_global_combined_from_the_local_values_is_not_evaluated_again(iterativ
     np.testing.assert_array_equal(runs["marked"]["total"], e[:, 1] * M)
     np.testing.assert_array_equal(runs["plain"]["total"], 2 * e[:, 1] * M)
     np.testing.assert_array_equal(runs["marked"]["every_row_total"], e[:, 3] * runs["marked"]["capacity"] * M)
+
 
 def test_closed_form_objectives_evaluate_every_row(closed):
     config = fp.FedPNEConfig(num_clients=M, horizon=2900, noise="none", sampling="client", split="longest",

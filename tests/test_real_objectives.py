@@ -315,6 +315,7 @@ def test_global_values_combined_from_the_local_ones_are_the_global_functions_bit
     np.testing.assert_array_equal(loc, local)
     np.testing.assert_array_equal(np.asarray(both(obj, X[1:2])[0]), glob[1:2])
 
+
 @pytest.mark.parametrize("name", ["covid", "landmine", "digits"])
 def test_programs_have_no_processor_dependent_operation(name, request):
     """The program the value tests compiled (a cache hit here) has no operation whose numbers depend on
