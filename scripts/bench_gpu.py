@@ -24,9 +24,13 @@ its own time budget (scaled down when less is left of ``--budget``), and every r
   of the 10^4-seed program with the kernels one trip of each launches (from the compiled HLO).
 * ``objectives``: Fed-PNE on landmine (M = 4, T = 500) evaluating only the pulled rows, at 4 and 64
   seeds, against landmine-sklearn on the same 4 runs when scikit-learn is there; then landmine's and
-  digits' evaluations/s in one call of 16 x 16 x M points.
-* ``trees``: every X-armed tree algorithm at 1,000 seeds, T = 10^4, Garland, gaussian:0.1 (PyXAB's
-  defaults), against PyXAB's pulls/s measured on this project's CPU (README, Benchmark).
+  digits' evaluations/s in one call of 16 x 16 x M points; then Fed-PNE on digits at its default size
+  (M = 5, T = 300) at 8 and 64 seeds, with the (point, client) pairs it trained.
+* ``trees``: every X-armed tree algorithm, HCT and T-HOO included, then those with a ``pyxab`` rule
+  under it, at 1,000 seeds, T = 10^4, Garland, gaussian:0.1 (PyXAB's defaults), against PyXAB timed
+  on this machine's processor in the same section (PYXAB_SECONDS of each algorithm, several at once
+  but never more than half the logical CPUs, so that no two share a core; scripts/bench_trees.py's
+  ``pyxab_budget_rate``), or without PyXAB against its pulls/s on this project's CPU (README).
 * ``gp``: KernelTS, GP-UCB, BO and BBO at T = 1,000, 100 and 1,000 seeds.
 * ``cmdbuf``: HCT's rows of ``hct`` and SequOOL's and PCT's of ``trees`` again, with XLA recording
   while loops and conditionals into command buffers (``SECTION_ENV``): the same programs, without the
@@ -56,12 +60,15 @@ import numpy as np  # noqa: E402
 from fedpne_jax.core import processor  # noqa: E402
 
 # The order is the order of importance; the seconds are each section's share of a full run.
-SECTIONS = {"correctness": 110, "fedpne": 70, "perpull": 45, "hct": 40, "objectives": 45, "trees": 150, "gp": 30,
+SECTIONS = {"correctness": 110, "fedpne": 70, "perpull": 45, "hct": 40, "objectives": 90, "trees": 200, "gp": 30,
             "cmdbuf": 40}
 # A section's own environment, set before its process starts JAX (XLA reads its flags once).  cmdbuf
 # records the round loops into CUDA graphs, conditional nodes included, so a loop's trip no longer
 # waits for its condition on the host: "+" adds these kinds to XLA's default list of commands.
 SECTION_ENV = {"cmdbuf": {"XLA_FLAGS": "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL"}}
+# Seconds of PyXAB per algorithm in the trees section: a run of its slow ones (T-HOO, DOO, VROOM) takes
+# longer, so they are timed over their first rounds, which overstates their rate.
+PYXAB_SECONDS = 10.0
 # This project's 2-core Intel Xeon, from the README's Benchmark tables (one run each).
 CPU_FEDPNE_RUNS_PER_S = {1000: 25_899, 10_000: 33_351}
 CPU_HCT_PULLS_PER_S = {1000: 561_000}
@@ -343,20 +350,32 @@ def perpull(quick: bool, deadline: float, emit) -> None:
                   device_peak_mb=device_peak_mb()))
 
 
-def _tree_rows(names, seed_counts, T, deadline, emit, reference: dict) -> None:
+# A row's label and the options it sets beyond the horizon and the noise: "soo-pyxab" is SOO with
+# pyxab=True, "hct-pyxab" HCT with PyXAB's expansion rule.
+VARIANTS = {"hct-pyxab": {"expand": "pyxab"}}
+
+
+def _options(label: str) -> tuple[str, dict]:
+    name, _, variant = label.partition("-")
+    return name, VARIANTS.get(label, {"pyxab": True} if variant == "pyxab" else {})
+
+
+def _tree_rows(labels, seed_counts, T, deadline, emit, reference: dict, source: str | None = None) -> None:
     import fedpne_jax as fp
     import objectives
     objective = objectives.make_objective("garland", num_clients=1, heterogeneity="none")
-    for name in names:
+    for label in labels:
+        name, options = _options(label)
         for seeds in seed_counts:
             if time.time() > deadline - 5:
-                emit(dict(algorithm=name, seeds=seeds, skipped="out of time"))
+                emit(dict(algorithm=label, seeds=seeds, skipped="out of time"))
                 continue
-            r = _timed_run(fp.make_config(name, horizon=T, noise="gaussian:0.1"), objective, seeds, repeats=1)
+            r = _timed_run(fp.make_config(name, horizon=T, noise="gaussian:0.1", **options), objective, seeds,
+                           repeats=1)
             rate = seeds * T / r["seconds"]
             ref = reference.get((name, seeds)) or reference.get(name)
-            emit(dict(algorithm=name, T=T, seeds=seeds, pulls_per_s=rate, **r, reference_pulls_per_s=ref,
-                      ratio=None if not ref else rate / ref))
+            emit(dict(algorithm=label, T=T, seeds=seeds, pulls_per_s=rate, **r, reference_pulls_per_s=ref,
+                      ratio=None if not ref else rate / ref, **({"reference": source} if source else {})))
 
 
 def hct(quick: bool, deadline: float, emit, algorithms=None) -> None:
@@ -372,11 +391,46 @@ def hct(quick: bool, deadline: float, emit, algorithms=None) -> None:
                 emit(dict(algorithm=name, kind="loop", **loop))
 
 
+def _pyxab_rate(args):
+    os.environ["JAX_PLATFORMS"] = "cpu"        # PyXAB's worker needs no accelerator of its own
+    import bench_trees
+    return bench_trees.pyxab_budget_rate(*args)
+
+
+def pyxab_rates(names, T: int, seconds: float) -> dict | None:
+    """{name: (pulls/s, label)} of PyXAB's own algorithms on this machine's processor, each timed in
+    its own process for ``seconds``, as many at once as half the logical CPUs (SMT siblings would
+    share a core and halve PyXAB's rate); None without PyXAB."""
+    import concurrent.futures
+    import multiprocessing
+    try:
+        import PyXAB  # noqa: F401
+    except ImportError:
+        return None
+    workers = max(1, min(len(names), (os.cpu_count() or 2) // 2))
+    # Spawned, not forked: a fork of a process that has started JAX's threads can deadlock.
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        rates = list(pool.map(_pyxab_rate, [(name, T, seconds) for name in names]))
+    return {name: (rate[0], rate[2]) for name, rate in zip(names, rates)}
+
+
 def trees(quick: bool, deadline: float, emit, algorithms=None) -> None:
-    cheap_first = ("doo", "sequool", "stroquool", "zooming", "soo", "stosoo", "vhct", "gpo", "pct", "poo", "vpct",
-                   "vroom")
-    _tree_rows(algorithms or cheap_first, (10,) if quick else (1_000,), 2_000 if quick else 10_000, deadline, emit,
-               PYXAB_PULLS_PER_S)
+    cheap_first = ("hct", "hoo", "doo", "sequool", "stroquool", "zooming", "soo", "stosoo", "vhct", "gpo", "pct",
+                   "poo", "vpct", "vroom", "hct-pyxab", "soo-pyxab", "stosoo-pyxab", "vhct-pyxab", "gpo-pyxab",
+                   "pct-pyxab", "poo-pyxab", "vpct-pyxab")
+    labels = algorithms or cheap_first
+    T = 2_000 if quick else 10_000
+    names = sorted({_options(label)[0] for label in labels})
+    measured = pyxab_rates(names, T, 2.0 if quick else PYXAB_SECONDS)
+    if measured is None:
+        _tree_rows(labels, (10,) if quick else (1_000,), T, deadline, emit, PYXAB_PULLS_PER_S,
+                   "PyXAB on this project's 2-core CPU (README)")
+        return
+    for name, (rate, label) in measured.items():
+        emit(dict(kind="pyxab", algorithm=name, T=T, pulls_per_s=rate, reference=label,
+                  processor=processor.describe(), workers=max(1, min(len(names), (os.cpu_count() or 2) // 2))))
+    _tree_rows(labels, (10,) if quick else (1_000,), T, deadline, emit, {n: r for n, (r, _) in measured.items()},
+               "PyXAB on this machine's processor, same section")
 
 
 def objective_section(quick: bool, deadline: float, emit) -> None:
@@ -415,6 +469,18 @@ def objective_section(quick: bool, deadline: float, emit) -> None:
     for name in ("landmine", "digits"):
         if time.time() < deadline - 15:
             emit(bench_objectives.throughput_row(name, 16, 4 if quick else 16))
+    M, T = objectives.default_size("digits")
+    config, digits = fp.FedPNEConfig(num_clients=M, horizon=T), objectives.make_objective("digits", M)
+    for seeds in (2, 4) if quick else (8, 64):
+        if time.time() > deadline - 20:
+            emit(dict(kind="fedpne-digits", seeds=seeds, skipped="out of time"))
+            continue
+        first = engine.evaluation_run(config, digits, seeds)            # compiles
+        run = engine.evaluation_run(config, digits, seeds)
+        emit(dict(kind="fedpne-digits", M=M, T=T, seeds=seeds, run_seconds=run["run_seconds"],
+                  compile_seconds=first["compile_seconds"], evaluations=int(run["total"].sum()),
+                  evaluations_every_row=int(run["every_row_total"].sum()), runs_per_s=seeds / run["run_seconds"],
+                  final_regret_mean=float(run["outputs"].final_regret.mean()), device_peak_mb=device_peak_mb()))
 
 
 def gp(quick: bool, deadline: float, emit) -> None:

@@ -102,6 +102,12 @@ def _pyxab_algorithm(name: str, T: int):
     """PyXAB's own algorithm ``name`` with its default parameters for T rounds on [0, 1]."""
     import importlib
     domain = [[0.0, 1.0]]
+    if name == "hct":
+        from PyXAB.algos.HCT import HCT
+        return HCT(nu=1, rho=0.5, c=0.1, delta=0.01, domain=domain)
+    if name == "hoo":
+        from PyXAB.algos.HOO import T_HOO
+        return T_HOO(nu=1, rho=0.5, rounds=T, domain=domain)
     cls = {"doo": "DOO", "soo": "SOO", "stosoo": "StoSOO", "vhct": "VHCT", "poo": "POO", "gpo": "GPO",
            "pct": "PCT", "vpct": "VPCT", "sequool": "SequOOL", "stroquool": "StroquOOL", "zooming": "Zooming",
            "vroom": "VROOM"}[name]
