@@ -119,6 +119,48 @@ def test_rank_one_posterior_equals_fresh_inverse(kind, lengthscale, lam):
     assert np.array_equal(cov, cov.T)            # h h^T keeps it exactly symmetric
 
 
+@pytest.mark.parametrize("picks", [1, 5, 10, 17, 40])
+def test_a_round_of_picks_conditioned_at_once_equals_one_pick_at_a_time(picks):
+    """A round's picks (repeats included) taken one at a time by condition_cov, against the same picks
+    read off the round-start matrix (gp.column, the variances less h * h) and applied at once
+    (gp.condition_many, whose groups and padding differ at 5, 10, 17 and 40 picks): every column, every
+    variance and the final matrix, bit for bit, in a batch of runs and alone."""
+    rng = np.random.default_rng(picks)
+    runs, K, lam = 3, 60, 0.3
+    unit = rng.random((runs, K, 2)).astype(np.float32)
+    js = rng.integers(0, K, (runs, picks)).astype(np.int32)
+    js[:, -1] = js[:, 0]
+
+    def one_at_a_time(unit, js):
+        def step(cov, j):
+            var_j = gp.variances(cov)[j]
+            cov, c, d = gp.condition_cov(cov, j, lam)
+            return cov, (c, var_j)
+        return jax.lax.scan(step, gp.kernel_matrix("exponential", unit, unit, jnp.float32(1.0)), js)
+
+    def at_once(unit, js):
+        cov = gp.kernel_matrix("exponential", unit, unit, jnp.float32(1.0))
+
+        def step(b, state):
+            diag, hs, cols, var_js = state
+            j = js[b]
+            c = gp.column(cov, hs, b, j)
+            h = c / objectives.ordered.exact_sqrt(c[j] + lam)
+            return diag - h * h, hs.at[b].set(h), cols.at[b].set(c), var_js.at[b].set(jnp.maximum(diag, 0.0)[j])
+        zeros = jnp.zeros((picks, K), jnp.float32)
+        _, hs, cols, var_js = jax.lax.fori_loop(0, picks, step, (jnp.diagonal(cov), zeros, zeros,
+                                                                 jnp.zeros((picks,), jnp.float32)))
+        return gp.condition_many(cov, hs), (cols, var_js)
+
+    want = jax.tree.map(np.asarray, jax.jit(jax.vmap(one_at_a_time))(unit, js))
+    got = jax.tree.map(np.asarray, jax.jit(jax.vmap(at_once))(unit, js))
+    for w, g in zip(jax.tree.leaves(want), jax.tree.leaves(got)):
+        np.testing.assert_array_equal(g.view(np.uint32), w.view(np.uint32))
+    alone = jax.tree.map(np.asarray, jax.jit(at_once)(unit[1], js[1]))
+    for w, g in zip(jax.tree.leaves(want), jax.tree.leaves(alone)):
+        np.testing.assert_array_equal(g.view(np.uint32), w[1].view(np.uint32))
+
+
 def test_log_expected_improvement_factor():
     """log(u Phi(u) + phi(u)) against float64 over the three branches: within 2e-5 plus float32's own
     rounding of log EI (2e-7 relative; -u^2/2 alone is only that exact)."""

@@ -15,8 +15,9 @@ Choices, all stated: beta is IGP-UCB's (gpucb: B + R sqrt(2(gamma + 1 + ln(1/del
 information gain of every point picked so far, hallucinated ones included), not GP-BUCB's
 exp(C)-inflated beta; lam = 1 + 2/(M T) (IGP-UCB's 1 + 2/n with n = M T observations); B = 1,
 delta = 0.1, R = the noise's sub-Gaussian constant (the clients' shifts are not modelled); kernel
-exp(-||x - y||), l = 1; candidates as in gp.  Each pick costs O(K^2) (a rank-one covariance update),
-so a round costs O(M K^2) whatever t is, instead of refitting an (M t) x (M t) GP.
+exp(-||x - y||), l = 1; candidates as in gp.  A round costs O(M K^2) whatever t is (M rank-one
+covariance updates, applied in one pass over the K x K matrix: gp.condition_many), instead of
+refitting an (M t) x (M t) GP.
 """
 from __future__ import annotations
 

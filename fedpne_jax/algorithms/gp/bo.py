@@ -122,7 +122,7 @@ def standardised_mean(model, extra: Extra):
 
 def choose(static, params, model, extra: Extra, t, b, random):
     mu = standardised_mean(model, extra)
-    sigma = exact_sqrt(jnp.maximum(gp.variances(model.cov), 1e-10))       # GPyOpt clips v at 1e-10
+    sigma = exact_sqrt(jnp.maximum(model.var, 1e-10))       # GPyOpt clips v at 1e-10
     best = jnp.max(jnp.where(model.observed, mu, -jnp.inf))
     u = (mu - best - params.xi) / sigma
     ei = jnp.argmax(jnp.log(sigma) + log_ei_factor(u)).astype(jnp.int32)

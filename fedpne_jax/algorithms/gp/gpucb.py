@@ -91,7 +91,7 @@ def beta(params, gamma):
 
 
 def choose(static, params, model, gamma, t, b, key):
-    return jnp.argmax(model.mean + beta(params, gamma) * jnp.sqrt(gp.variances(model.cov)))
+    return jnp.argmax(model.mean + beta(params, gamma) * jnp.sqrt(model.var))
 
 
 def information_gain(params, gamma, var_j):

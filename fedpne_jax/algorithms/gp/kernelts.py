@@ -70,7 +70,7 @@ def _normals(static, w):
 
 
 def choose(static, params, model, extra, t, b, z):
-    return jnp.argmax(model.mean + params.nu * jnp.sqrt(gp.variances(model.cov)) * z)
+    return jnp.argmax(model.mean + params.nu * jnp.sqrt(model.var) * z)
 
 
 POLICY = gp.Policy(noise_var=lambda params: params.lam, init=lambda static, params: (), choose=choose,
