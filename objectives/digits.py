@@ -151,12 +151,15 @@ def train_and_test(params, x_train, y_train, x_test, y_test, order, bsize, lr, w
     n = x_train.shape[0]
 
     def step(carry, k):
-        params, opt_state, acc, count = carry
+        params, opt_state, acc, count, fresh = carry
         pos = k % n
         i = order[k // n, pos]
         g = _gradient(params, x_train[i], y_train[i])
-        acc = jax.tree.map(jnp.add, acc, g)
-        count = count + 1
+        # A batch's sum starts afresh at its first example rather than being cleared at the end of the
+        # one before: the update and the next step then read the same stored sum, and XLA need not
+        # copy it every step.  0 + g is g, so the values are the same.
+        acc = jax.tree.map(lambda a, b: jnp.where(fresh, 0.0, a) + b, acc, g)
+        count = jnp.where(fresh, 0, count) + 1
         end = ((pos + 1) % bsize == 0) | (pos == n - 1)
         mean = jax.tree.map(lambda a: a / count.astype(dt), acc)
         updates, new_state = opt.update(mean, opt_state, params)
@@ -164,12 +167,10 @@ def train_and_test(params, x_train, y_train, x_test, y_test, order, bsize, lr, w
         pick = lambda a, b: jnp.where(end, a, b)
         params = jax.tree.map(pick, new_params, params)
         opt_state = jax.tree.map(pick, new_state, opt_state)
-        acc = jax.tree.map(lambda a, z: jnp.where(end, z, a), acc, zeros)
-        count = jnp.where(end, 0, count)
-        return (params, opt_state, acc, count), None
+        return (params, opt_state, acc, count, end), None
 
-    init = (params, opt_state, zeros, jnp.int32(0))
-    (params, _, _, _), _ = jax.lax.scan(step, init, jnp.arange(EPOCHS * n, dtype=jnp.int32))
+    init = (params, opt_state, zeros, jnp.int32(0), jnp.bool_(True))
+    (params, _, _, _, _), _ = jax.lax.scan(step, init, jnp.arange(EPOCHS * n, dtype=jnp.int32))
     logits = jax.vmap(lambda xi: _forward(params, xi)[0])(x_test)
     correct = (jnp.argmax(logits, axis=1) == y_test) & jnp.all(jnp.isfinite(logits), axis=1)
     # count / 64 is exact: no rounding that XLA could do differently in a batch than alone.
