@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from objectives.objective import averages, mean_of_clients
-from objectives.ordered import pairwise_sum
+from objectives.ordered import first_argmax, pairwise_sum
 
 NUM_FIELDS = 29
 LO = (1e-4, 0.01)          # (C, gamma)
@@ -176,14 +176,14 @@ def _smo_step(carry, d2, m, y, mask, maskf, C, gamma, shift):
     # shift = min(1/C, bound on |F| spread) orders I_up the same way but never adds a huge 1/C to F,
     # which in float32 would quantise F (and hence the choice) when C is small.
     key = jnp.where(up, y * shift - F, ninf)
-    i = jnp.argmax(key)
+    i = first_argmax(key)
     yi, Fi = y[i], F[i]
     Ki = _kernel_row(d2[m, i].astype(dt), gamma, maskf)
     # Second-order selection of j among I_low (libsvm's WSS 2); b is exact for same-label pairs.
     b = (yi - y) - C * (Fi - F)
     a = jnp.maximum(-2.0 * C * Ki, _TAU * C)
     score = jnp.where(low & (b > 0), b * b / a, ninf)
-    j = jnp.argmax(score)
+    j = first_argmax(score)
     Kj = _kernel_row(d2[m, j].astype(dt), gamma, maskf)
     aij = jnp.maximum(-2.0 * Ki[j], _TAU)
     step = ((yi - y[j]) / C - (Fi - F[j])) / aij
