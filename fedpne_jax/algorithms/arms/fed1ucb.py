@@ -59,7 +59,7 @@ from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
 from fedpne_jax.core.noise import subgaussian_scale
 from fedpne_jax.core.validation import check_int, check_real
-from objectives.ordered import exact_sqrt, inclusive_scan, pairwise_mean, prefix_min
+from objectives.ordered import exact_sqrt, first_argmax, inclusive_scan, pairwise_mean, prefix_min
 
 NOISE_STREAM = 0x4E4F4953       # fold_in tag of the key of the phases' rewards
 INT32_MAX = 2**31 - 1
@@ -205,7 +205,7 @@ def communicate(kind: str, key, scale, pulls, local, order, count, chunks, chunk
 
 def recommend(active, server):
     """The active arm with the largest server mean (the first on ties; arm 0 before any upload)."""
-    return jnp.argmax(jnp.where(active, server, -jnp.inf))
+    return first_argmax(jnp.where(active, server, -jnp.inf))
 
 
 class _State(NamedTuple):

@@ -67,7 +67,7 @@ from fedpne_jax.core import checkpoints
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
 from fedpne_jax.core.validation import check_int, check_real
-from objectives.ordered import exact_sqrt, pairwise_mean, pairwise_sum
+from objectives.ordered import exact_sqrt, first_argmax, pairwise_mean, pairwise_sum
 
 INIT_STREAM = 0x494E4954        # fold_in tags of the run key
 NOISE_STREAM = 0x4E4F4953
@@ -347,7 +347,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         q, mean, q_local = ucb_terms(s.w, s.b)
         ucb_b = mean + params.nu * sqrt_lam * jnp.sqrt(jnp.maximum(q, 0.0))
         ucb_a = s.agg_values + params.nu2 * sqrt_lam * jnp.sqrt(jnp.maximum(q_local, 0.0))
-        k = jnp.argmax(jnp.where(alpha > 0, alpha * ucb_a + (1.0 - alpha) * ucb_b, ucb_b))
+        k = first_argmax(jnp.where(alpha > 0, alpha * ucb_a + (1.0 - alpha) * ucb_b, ucb_b))
 
         rewards = arm_grid.observe_flat(jax.random.fold_in(noise_key, t), static.noise_kind, params.noise_scale,
                                         local[k])

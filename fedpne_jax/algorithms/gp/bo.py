@@ -38,7 +38,7 @@ import numpy as np
 from fedpne_jax.algorithms.gp import gp
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.validation import check_int, check_real
-from objectives.ordered import exact_sqrt
+from objectives.ordered import exact_sqrt, first_argmax
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +125,7 @@ def choose(static, params, model, extra: Extra, t, b, random):
     sigma = exact_sqrt(jnp.maximum(model.var, 1e-10))       # GPyOpt clips v at 1e-10
     best = jnp.max(jnp.where(model.observed, mu, -jnp.inf))
     u = (mu - best - params.xi) / sigma
-    ei = jnp.argmax(jnp.log(sigma) + log_ei_factor(u)).astype(jnp.int32)
+    ei = first_argmax(jnp.log(sigma) + log_ei_factor(u))
     return jnp.where(t <= params.initial, random, ei)
 
 
@@ -138,7 +138,7 @@ def on_observation(params, extra: Extra, c, d, j, y):
 
 
 def recommend(params, model, extra: Extra):
-    return jnp.argmax(model.mean - extra.y_mean * extra.ones)
+    return first_argmax(model.mean - extra.y_mean * extra.ones)
 
 
 def init(static, params) -> Extra:

@@ -65,7 +65,7 @@ from fedpne_jax.core import checkpoints, noise
 from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.core.counters import threefry_words, unit_floats
 from fedpne_jax.core.validation import check_int, check_real
-from objectives.ordered import compensated_add, exact_sqrt, pairwise_mean, pairwise_sum
+from objectives.ordered import compensated_add, exact_sqrt, first_argmax, pairwise_mean, pairwise_sum
 
 KERNELS = ("exponential", "rbf", "matern52")
 CANDIDATE_KINDS = ("shifted", "grid", "random")
@@ -361,7 +361,7 @@ class Policy:
     draw: Callable = lambda static, w: ()
     on_choice: Callable = lambda params, extra, var_j: extra
     on_observation: Callable = lambda params, extra, c, d, j, y: extra
-    recommend: Callable = lambda params, model, extra: jnp.argmax(model.mean)
+    recommend: Callable = lambda params, model, extra: first_argmax(model.mean)
 
 
 class Outputs(NamedTuple):

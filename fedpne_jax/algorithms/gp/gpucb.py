@@ -32,6 +32,7 @@ from fedpne_jax.algorithms.gp import gp
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.noise import subgaussian_scale
 from fedpne_jax.core.validation import check_real
+from objectives.ordered import first_argmax
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +92,7 @@ def beta(params, gamma):
 
 
 def choose(static, params, model, gamma, t, b, key):
-    return jnp.argmax(model.mean + beta(params, gamma) * jnp.sqrt(model.var))
+    return first_argmax(model.mean + beta(params, gamma) * jnp.sqrt(model.var))
 
 
 def information_gain(params, gamma, var_j):

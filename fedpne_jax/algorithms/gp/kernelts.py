@@ -32,6 +32,7 @@ from fedpne_jax.core import noise
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.counters import unit_floats
 from fedpne_jax.core.validation import check_real
+from objectives.ordered import first_argmax
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +71,7 @@ def _normals(static, w):
 
 
 def choose(static, params, model, extra, t, b, z):
-    return jnp.argmax(model.mean + params.nu * jnp.sqrt(model.var) * z)
+    return first_argmax(model.mean + params.nu * jnp.sqrt(model.var) * z)
 
 
 POLICY = gp.Policy(noise_var=lambda params: params.lam, init=lambda static, params: (), choose=choose,
