@@ -16,7 +16,7 @@ import pytest
 import objectives
 from fedpne_jax.core.portability import processor_dependent_ops
 from objectives import bbob
-from objectives.ordered import exact_sqrt, matvec, prefix_min, prefix_sum
+from objectives.ordered import exact_sqrt, first_argmax, matvec, prefix_min, prefix_sum
 
 
 def _ops(fn, *args):
@@ -160,6 +160,24 @@ def test_prefix_sums_are_jnp_cumsums_bits_in_a_fixed_order(n):
     ints = rng.integers(-1000, 1000, (6, n)).astype(np.int32)
     np.testing.assert_array_equal(np.asarray(jax.jit(prefix_sum)(ints)), np.cumsum(ints, axis=-1))
     np.testing.assert_array_equal(np.asarray(jax.jit(prefix_min)(ints)), np.minimum.accumulate(ints, axis=-1))
+
+
+def test_first_argmax_is_numpys_argmax():
+    """ordered.first_argmax against np.argmax: ties (the first wins), all -inf, +inf, NaN (the first NaN
+    wins), one element; jitted, alone and vmapped."""
+    rng = np.random.default_rng(3)
+    rows = [rng.choice(np.float32([0.0, 0.5, 1.0, -1.0]), 40) for _ in range(6)]
+    rows += [np.full(40, -np.inf, np.float32), np.where(np.arange(40) == 7, np.inf, rows[0]).astype(np.float32)]
+    with_nan = rows[1].copy()
+    with_nan[[5, 9]] = np.nan
+    rows += [with_nan, rng.standard_normal(40).astype(np.float32)]
+    x = np.stack(rows)
+    want = np.argmax(x, axis=1)
+    assert len(set(want.tolist())) > 3
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(first_argmax))(x)), want)
+    for row, w in zip(x, want):
+        assert int(jax.jit(first_argmax)(row)) == w
+    assert int(first_argmax(jnp.float32([2.0]))) == 0
 
 
 def test_bbob_host_algebra_is_correctly_rounded():
