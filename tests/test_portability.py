@@ -14,13 +14,24 @@ import numpy as np
 import pytest
 
 import objectives
-from fedpne_jax.core.portability import processor_dependent_ops
+from fedpne_jax.core.portability import COMPILER_OPTIONS, processor_dependent_ops
 from objectives import bbob
 from objectives.ordered import exact_sqrt, first_argmax, matvec, prefix_min, prefix_sum
 
 
 def _ops(fn, *args):
     return processor_dependent_ops(jax.jit(fn).lower(*args).compile().as_text())
+
+
+def test_ynnpack_fusions_come_with_the_batch_size_and_the_package_compiles_without_them():
+    """XLA gives a softmax-like fusion to YNNPACK for 125 x 10 x 10 values and not for 4 x 10 x 10 (so a
+    value could depend on its batch); with portability.COMPILER_OPTIONS, which the executor compiles
+    with, neither size has one, and an algorithm's program has none."""
+    f = lambda x: jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+    small, large = jax.jit(f).lower(jnp.ones((4, 10, 10))), jax.jit(f).lower(jnp.ones((125, 10, 10)))
+    assert processor_dependent_ops(small.compile().as_text()) == []
+    assert processor_dependent_ops(large.compile().as_text()) == ["ynn-fusion"]
+    assert processor_dependent_ops(large.compile(compiler_options=COMPILER_OPTIONS).as_text()) == []
 
 
 def test_the_checker_sees_what_xla_lowers_to_processor_code():

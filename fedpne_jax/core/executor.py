@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from fedpne_jax.core import checkpoints, host_devices, sharding
+from fedpne_jax.core import checkpoints, host_devices, portability, sharding
 from fedpne_jax.core.validation import SEED_MAX, is_int, is_seed
 
 
@@ -192,7 +192,8 @@ def executable(run_single, static, params, objective, seed_words, grid_index=Non
             lowered = _jitted.lower(run_single, static, params, objective, seed_words, grid_index)
         else:
             lowered = _jitted_sharded.lower(run_single, static, mesh, params, objective, seed_words, grid_index)
-        _compiled[signature] = (lowered.compile(), time.perf_counter() - start)
+        _compiled[signature] = (lowered.compile(compiler_options=portability.COMPILER_OPTIONS),
+                                time.perf_counter() - start)
         _COMPILE_SECONDS[0] += _compiled[signature][1]
         if not _room_for_programs():
             drop_programs(keep=len(_compiled) // 2)
