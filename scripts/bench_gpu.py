@@ -433,25 +433,33 @@ def trees(quick: bool, deadline: float, emit, algorithms=None) -> None:
                "PyXAB on this machine's processor, same section")
 
 
+def _evaluation_row(kind: str, config, objective, seeds: int, deadline: float, emit) -> dict | None:
+    """Fed-PNE's runs on an expensive objective, evaluating only the pulled rows: one row of run and
+    compile seconds and (point, client) evaluations; the timed run, or None when out of time."""
+    from fedpne_jax.algorithms.fedpne import engine
+    if time.time() > deadline:
+        emit(dict(kind=kind, seeds=seeds, skipped="out of time"))
+        return None
+    first = engine.evaluation_run(config, objective, seeds)          # compiles
+    run = engine.evaluation_run(config, objective, seeds)
+    emit(dict(kind=kind, M=config.num_clients, T=config.horizon, seeds=seeds, run_seconds=run["run_seconds"],
+              compile_seconds=first["compile_seconds"], evaluations=int(run["total"].sum()),
+              evaluations_every_row=int(run["every_row_total"].sum()), runs_per_s=seeds / run["run_seconds"],
+              final_regret_mean=float(run["outputs"].final_regret.mean()), device_peak_mb=device_peak_mb()))
+    return run
+
+
 def objective_section(quick: bool, deadline: float, emit) -> None:
     import bench_objectives
 
     import fedpne_jax as fp
     import objectives
-    from fedpne_jax.algorithms.fedpne import engine
     M, T = 4, (100 if quick else 500)
     config = fp.FedPNEConfig(num_clients=M, horizon=T)
     landmine = objectives.make_objective("landmine", M)
     for seeds in (4, 64):
-        if time.time() > deadline - 10:
-            emit(dict(kind="fedpne-landmine", seeds=seeds, skipped="out of time"))
-            continue
-        first = engine.evaluation_run(config, landmine, seeds)          # compiles
-        run = engine.evaluation_run(config, landmine, seeds)
-        emit(dict(kind="fedpne-landmine", M=M, T=T, seeds=seeds, run_seconds=run["run_seconds"],
-                  compile_seconds=first["compile_seconds"], evaluations=int(run["total"].sum()),
-                  runs_per_s=seeds / run["run_seconds"], device_peak_mb=device_peak_mb()))
-        if seeds == 4 and time.time() < deadline - 20:
+        run = _evaluation_row("fedpne-landmine", config, landmine, seeds, deadline - 10, emit)
+        if run is not None and seeds == 4 and time.time() < deadline - 20:
             try:
                 sk = objectives.make_objective("landmine-sklearn", M)
             except Exception as exc:                                # the svm extra is missing
@@ -472,15 +480,7 @@ def objective_section(quick: bool, deadline: float, emit) -> None:
     M, T = objectives.default_size("digits")
     config, digits = fp.FedPNEConfig(num_clients=M, horizon=T), objectives.make_objective("digits", M)
     for seeds in (2, 4) if quick else (8, 64):
-        if time.time() > deadline - 20:
-            emit(dict(kind="fedpne-digits", seeds=seeds, skipped="out of time"))
-            continue
-        first = engine.evaluation_run(config, digits, seeds)            # compiles
-        run = engine.evaluation_run(config, digits, seeds)
-        emit(dict(kind="fedpne-digits", M=M, T=T, seeds=seeds, run_seconds=run["run_seconds"],
-                  compile_seconds=first["compile_seconds"], evaluations=int(run["total"].sum()),
-                  evaluations_every_row=int(run["every_row_total"].sum()), runs_per_s=seeds / run["run_seconds"],
-                  final_regret_mean=float(run["outputs"].final_regret.mean()), device_peak_mb=device_peak_mb()))
+        _evaluation_row("fedpne-digits", config, digits, seeds, deadline - 20, emit)
 
 
 def gp(quick: bool, deadline: float, emit) -> None:
