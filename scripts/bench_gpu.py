@@ -397,17 +397,22 @@ def _pyxab_rate(args):
     return bench_trees.pyxab_budget_rate(*args)
 
 
+def pyxab_workers(algorithms: int) -> int:
+    """PyXAB processes at once: half the logical CPUs (SMT siblings would share a core and halve
+    PyXAB's rate), at most one per algorithm."""
+    return max(1, min(algorithms, (os.cpu_count() or 2) // 2))
+
+
 def pyxab_rates(names, T: int, seconds: float) -> dict | None:
     """{name: (pulls/s, label)} of PyXAB's own algorithms on this machine's processor, each timed in
-    its own process for ``seconds``, as many at once as half the logical CPUs (SMT siblings would
-    share a core and halve PyXAB's rate); None without PyXAB."""
+    its own process for ``seconds``, :func:`pyxab_workers` at once; None without PyXAB."""
     import concurrent.futures
     import multiprocessing
     try:
         import PyXAB  # noqa: F401
     except ImportError:
         return None
-    workers = max(1, min(len(names), (os.cpu_count() or 2) // 2))
+    workers = pyxab_workers(len(names))
     # Spawned, not forked: a fork of a process that has started JAX's threads can deadlock.
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         rates = list(pool.map(_pyxab_rate, [(name, T, seconds) for name in names]))
@@ -428,7 +433,7 @@ def trees(quick: bool, deadline: float, emit, algorithms=None) -> None:
         return
     for name, (rate, label) in measured.items():
         emit(dict(kind="pyxab", algorithm=name, T=T, pulls_per_s=rate, reference=label,
-                  processor=processor.describe(), workers=max(1, min(len(names), (os.cpu_count() or 2) // 2))))
+                  processor=processor.describe(), workers=pyxab_workers(len(names))))
     _tree_rows(labels, (10,) if quick else (1_000,), T, deadline, emit, {n: r for n, (r, _) in measured.items()},
                "PyXAB on this machine's processor, same section")
 
