@@ -369,7 +369,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
                                         lambda: (s.nets, s.agg_values))
         regret = s.regret + gap[k]
         pulls = s.pulls.at[k].add(1)
-        simple_curve = checkpoints.record(s.simple_curve, params.checkpoint_rounds, t + 1, gap[jnp.argmax(pulls)])
+        simple_curve = checkpoints.record(s.simple_curve, params.checkpoint_rounds, t + 1, gap[first_argmax(pulls)])
         best, best_curve = checkpoints.record_best(s.best, s.best_curve, params.checkpoint_rounds, t + 1, gap[k], goals)
         return _State(w=w, b=b, nets=nets, agg_values=agg_values, counts=counts, sums=sums,
                       pulls=pulls, regret=regret,
@@ -388,7 +388,7 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
     pulled = s.pulls > 0
     return Outputs(curve=s.curve, final_regret=s.regret,
                    flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
-                   phases=jnp.int32(static.horizon), recommendation=points[jnp.argmax(s.pulls)],
+                   phases=jnp.int32(static.horizon), recommendation=points[first_argmax(s.pulls)],
                    arms_pulled=jnp.sum(pulled, dtype=jnp.int32), best_curve=s.best_curve, hits=s.best.hits,
                    target_scale=scale, simple_curve=s.simple_curve)
 
