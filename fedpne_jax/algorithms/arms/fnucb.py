@@ -68,6 +68,7 @@ from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import exact_sqrt, first_argmax, pairwise_mean, pairwise_sum
+from objectives.stored import stored
 
 INIT_STREAM = 0x494E4954        # fold_in tags of the run key
 NOISE_STREAM = 0x4E4F4953
@@ -234,15 +235,23 @@ def features(net: Net, X):
     return jnp.concatenate([dw1, db1, dw2, jnp.ones((X.shape[0], 1), h.dtype)], axis=1)
 
 
-def loss_grad(net: Net, X, counts, sums, n):
-    """Gradient of the MSE over a history of n points, held as per-arm counts (K,) and reward sums
-    (K,): (1/n) sum_k [c_k f_k^2 - 2 f_k R_k] + const, so d/df_k = (2/n)(c_k f_k - R_k).  Every
-    component's sum over the arms is one fixed-order sum (rows in :func:`flatten`'s order)."""
-    m, d = net.w1.shape
+def _residuals(net: Net, X, counts, sums, n):
+    """Hidden pre-activations (m, K), activations (m, K) and the loss's derivative at each arm's output (K,)."""
     h = hidden(net, X)
     a = jnp.maximum(h, 0.0)
     out = _sum_first(net.w2[:, None] * a) + net.b2
-    e = (2.0 / n) * (counts * out - sums)                            # (K,)
+    return h, a, (2.0 / n) * (counts * out - sums)
+
+
+def loss_grad(net: Net, X, counts, sums, n, live=True):
+    """Gradient of the MSE over a history of n points, held as per-arm counts (K,) and reward sums
+    (K,): (1/n) sum_k [c_k f_k^2 - 2 f_k R_k] + const, so d/df_k = (2/n)(c_k f_k - R_k).  Every
+    component's sum over the arms is one fixed-order sum (rows in :func:`flatten`'s order).
+
+    The residuals are stored (``live``: see :func:`objectives.stored.stored`): recomputed in each of
+    the 61 rows of ``terms``, they were a sixth of a training run."""
+    m, d = net.w1.shape
+    h, a, e = stored(live, _residuals, net, X, counts, sums, n)
     delta = e[None, :] * net.w2[:, None] * (h > 0)                   # (m, K)
     terms = jnp.concatenate([(delta[:, None, :] * X.T[None, :, :]).reshape(m * d, -1), delta, e[None, :] * a,
                              e[None, :]])
@@ -264,18 +273,18 @@ def train(nets: Net, X, counts, sums, n, steps, lr, weight_decay, chunk: int = T
     ch = jnp.take(counts, rows, mode="fill", fill_value=0.0)
     sh = jnp.take(sums, rows, axis=1, mode="fill", fill_value=0.0)
 
-    def grad(net, s):
+    def grad(net, s, live):
         def add_chunk(c, acc):
             part = lambda a, axis=0: jax.lax.dynamic_slice_in_dim(a, c * chunk, chunk, axis)
-            g = loss_grad(net, part(Xh), part(ch), part(s), n)
+            g = loss_grad(net, part(Xh), part(ch), part(s), n, live)
             return jax.tree.map(jnp.add, acc, g)
         return jax.lax.fori_loop(0, n_chunks, add_chunk, jax.tree.map(jnp.zeros_like, net))
 
     opt = optax.chain(optax.add_decayed_weights(weight_decay), optax.sgd(lr))
     state = opt.init(nets)                                           # stateless (no momentum)
 
-    def step(_, nets):
-        updates, _ = opt.update(jax.vmap(grad)(nets, sh), state, nets)
+    def step(i, nets):
+        updates, _ = opt.update(jax.vmap(grad, in_axes=(0, 0, None))(nets, sh, i >= 0), state, nets)
         return optax.apply_updates(nets, updates)
 
     return jax.lax.fori_loop(0, steps, step, nets)
