@@ -15,6 +15,7 @@ import objectives
 from fedpne_jax.algorithms.fedpne import evaluation
 from fedpne_jax.algorithms.fedpne.engine import evaluation_run
 from fedpne_jax.algorithms.fedpne.phase import row_quotient
+from fedpne_jax.core import blocks
 from fedpne_jax.core.config import MAX_HORIZON
 from objectives import python as pyobj
 from objectives import synthetic
@@ -46,13 +47,33 @@ def iterative(closed):
 
 
 def test_objectives_are_classified_by_their_functions(closed, iterative):
-    assert evaluation.kind(closed) == "closed" and evaluation.kind(iterative) == "iterative"
+    assert blocks.kind(closed) == "closed" and blocks.kind(iterative) == "iterative"
     for name in ("landmine", "digits"):
-        assert evaluation.kind(objectives.make_objective(name, 2)) == "iterative"
+        assert blocks.kind(objectives.make_objective(name, 2)) == "iterative"
     host = pyobj.from_python(lambda X: reference.garland(X), 0.0, 1.0, synthetic.GARLAND_F_STAR, num_clients=M)
-    assert evaluation.kind(host) == "host"
+    assert blocks.kind(host) == "host"
     assert evaluation.block_rows(closed, 64) == evaluation.block_rows(host, 64) == 0
     assert evaluation.block_rows(iterative, 64) == BLOCK and evaluation.block_rows(iterative, 2) == 2
+
+
+def test_every_point_of_a_set_gives_the_values_of_one_call_in_as_many_trips_as_points(closed, iterative):
+    x = jnp.asarray(np.random.default_rng(3).uniform(size=(7, 1)), jnp.float32)
+    trips = []
+
+    def counted(p):
+        jax.debug.callback(lambda: trips.append(1))
+        return iterative.values_and_locals(p)
+
+    for objective in (closed, iterative):
+        want = jax.jit(objective.values_and_locals)(x)
+        got = jax.jit(lambda p, o=objective: blocks.every_point(o, o.values_and_locals, p))(x)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    jax.block_until_ready(jax.jit(lambda p: blocks.every_point(iterative, counted, p))(x))
+    assert len(trips) == -(-7 // blocks.POINTS_PER_TRIP)
+    trips.clear()
+    jax.block_until_ready(jax.jit(lambda p: blocks.every_point(closed, counted, p))(x))
+    assert len(trips) == 1
 
 
 def pulled_per_phase(config, objective):

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fedpne_jax.core import blocks
 from fedpne_jax.core.noise import reward, value_flags
 from fedpne_jax.core.validation import check_int
 from objectives.ordered import no_contraction
@@ -111,7 +112,7 @@ def unit(points, lo, hi):
 def run_arms(key, objective, k: int):
     """(arms (K, D), global values (K,), local values (K, M)) of one run (see :func:`no_contraction`)."""
     points = grid(start_offsets(key, objective.dim), objective.lo, objective.hi, k)
-    g, local = objective.values_and_locals(points)
+    g, local = blocks.every_point(objective, objective.values_and_locals, points)
     return points, no_contraction(g), no_contraction(local)
 
 

@@ -61,7 +61,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.core import checkpoints, noise
+from fedpne_jax.core import blocks, checkpoints, noise
 from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.core.counters import threefry_words, unit_floats
 from fedpne_jax.core.validation import check_int, check_real
@@ -476,13 +476,13 @@ def simulate(static: Static, params, objective, key, policy: Policy, reward_valu
 
 def global_rewards(objective, points):
     """Centralized algorithms observe the global objective: (K,), (K, 1)."""
-    g = objective.value(points)
+    g = blocks.every_point(objective, lambda p: (objective.value(p),), points)[0]
     return g, g[:, None]
 
 
 def local_rewards(objective, points):
     """BBO's pick slot m is client m, which observes its local objective: (K,), (K, M)."""
-    return objective.values_and_locals(points)
+    return blocks.every_point(objective, objective.values_and_locals, points)
 
 
 METRICS = ("recommendation", "distinct", "choices") + checkpoints.MEASURES
