@@ -137,7 +137,7 @@ def test_seed_in_a_grid_of_two_equals_batch(algorithm, batches):
 def test_plain_run_raises_no_flag(algorithm):
     algo = registry.get(algorithm)
     config, objective = _config(algorithm), _objective()
-    tables = algo.initial_tables([config])
+    tables = algo.initial_tables([config], objective)
     out, _, _ = executor.execute(algo.run_single, algo.make_static(config, objective, tables),
                                  algo.make_params(config, tables), objective, 0, np.arange(3))
     np.testing.assert_array_equal(out.flags, 0)

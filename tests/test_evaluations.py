@@ -76,6 +76,16 @@ def test_every_point_of_a_set_gives_the_values_of_one_call_in_as_many_trips_as_p
     assert len(trips) == 1
 
 
+def test_an_iterative_objective_starts_with_the_table_a_first_overflow_would_give(closed, iterative):
+    from fedpne_jax.algorithms.fedpne import plan
+    config = fp.FedPNEConfig(num_clients=M, horizon=500)
+    small = plan.tables([config], closed)
+    assert plan.tables([config]) == small
+    assert plan.tables([config], iterative) == small._replace(capacity=plan.GROWTH * small.capacity)
+    fixed = fp.FedPNEConfig(num_clients=M, horizon=500, capacity=24)
+    assert plan.tables([fixed], iterative).capacity == plan.tables([fixed], closed).capacity == 24
+
+
 def pulled_per_phase(config, objective):
     """(nodes the NumPy reference pulls in each phase, the last one cut at T included; its result).
     With centre pulls the reference evaluates f once per pulled node (a point of shape (D,)) and,

@@ -139,6 +139,21 @@ def test_the_describe_hook_and_its_former_name(plugins):
         dataclasses.replace(base, report=hook, describe=lambda *a: None)
 
 
+def test_the_tables_hook_gets_the_objective_and_its_former_one_argument_form_still_works(plugins):
+    base = registry.get("random-search")
+    config = fp.make_config("random-search", horizon=20, checkpoints=2)
+    objective = objectives.make_objective("garland", 1)
+    seen = []
+    current = dataclasses.replace(base, tables=lambda configs, obj: seen.append((len(configs), obj)) or "now",
+                                  grow=lambda *a: None)
+    former = dataclasses.replace(base, tables=lambda configs: seen.append((len(configs),)) or "before",
+                                 grow=lambda *a: None)
+    assert current.initial_tables([config, config], objective) == "now"
+    assert former.initial_tables([config], objective) == "before"
+    assert seen == [(2, objective), (1,)]
+    assert base.initial_tables([config], objective) is None
+
+
 def test_sweep_file_with_plugins_runs_and_a_missing_plugin_is_refused(plugins, tmp_path):
     definition = {"plugins": [RANDOM_SEARCH, MY_OBJECTIVE], "objectives": [{"name": "paraboloid", "dim": 2}],
                   "algorithms": ["random-search"], "clients": [2], "horizon": [120], "seeds": 4,

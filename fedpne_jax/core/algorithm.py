@@ -17,8 +17,9 @@ An algorithm is one :class:`Algorithm` value, registered with :func:`fedpne_jax.
 Optional hooks:
 
 * ``check(config, objective)``: further checks of the pair before compiling;
-* ``tables(configs) -> tables`` and ``grow(tables, failed, allowed, seeds) -> tables``: tables sized
-  on the host that a run may outgrow.  A run that overflows them sets FLAG_CAPACITY or FLAG_DEPTH;
+* ``tables(configs, objective) -> tables`` and ``grow(tables, failed, allowed, seeds) -> tables``:
+  tables sized on the host that a run may outgrow (a ``tables(configs)`` hook, the former form, is
+  still called so).  A run that overflows them sets FLAG_CAPACITY or FLAG_DEPTH;
   the executor reruns exactly those runs with the larger tables ``grow`` returns (results do not
   depend on the sizes), and ``grow`` raises CapacityError when it may not (``allowed`` False) or
   cannot.  Without the hooks, tables are fixed and an overflow is a bug, reported as such;
@@ -32,6 +33,7 @@ Optional hooks:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import warnings
 from typing import Any, Hashable, Optional, Protocol, Sequence
 
@@ -73,7 +75,7 @@ class Check(Protocol):
 
 
 class Tables(Protocol):
-    def __call__(self, configs: Sequence[Any], /) -> Any: ...
+    def __call__(self, configs: Sequence[Any], objective: Any, /) -> Any: ...
 
 
 class Grow(Protocol):
@@ -123,9 +125,24 @@ class Algorithm:
         """Whether its runs may outgrow tables sized on the host (and so take grow=False)."""
         return self.grow is not None
 
-    def initial_tables(self, configs):
-        """The tables a batch of ``configs`` starts with: the ``tables`` hook's, or None (fixed)."""
-        return self.tables(configs) if self.tables is not None else None
+    def initial_tables(self, configs, objective):
+        """The tables a batch of ``configs`` on ``objective`` starts with: the ``tables`` hook's, or
+        None (fixed)."""
+        if self.tables is None:
+            return None
+        if _positional_parameters(self.tables) < 2:
+            return self.tables(configs)
+        return self.tables(configs, objective)
+
+
+def _positional_parameters(fn) -> int:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):      # a callable without a readable signature: the current form
+        return 2
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return 2
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
 def describe(algorithm: Algorithm, config, tables, outputs) -> tuple[str, dict, dict]:

@@ -74,6 +74,6 @@ def prepare(algorithm: Algorithm, configs: Sequence, objective, devices=None) ->
     """The batch of ``configs`` (which share a static key) on ``objective`` at the algorithm's initial
     tables, on the devices of the spec ``devices`` (see sharding.select_devices)."""
     configs = tuple(configs)
-    tables = algorithm.initial_tables(list(configs))
+    tables = algorithm.initial_tables(list(configs), objective)
     return Batch(algorithm, configs, objective, sharding.select_devices(devices), tables,
                  algorithm.make_static(configs[0], objective, tables), _params(algorithm, configs, tables))

@@ -91,7 +91,7 @@ def evaluation_run(config: FedPNEConfig, objective, seeds: int = 1, base_seed: i
     last call.  ``eval_block`` overrides the rows evaluated per trip (0: every row of the table at every
     evaluation call, the closed-form path).
     Returns dict(outputs, compile_seconds, run_seconds, eval_block, capacity) and evaluation.counts's keys."""
-    tables = plan.tables([config])
+    tables = plan.tables([config], objective)
     ids = np.arange(seeds, dtype=np.int64)
     while True:
         static = plan.make_static(config, objective, tables)

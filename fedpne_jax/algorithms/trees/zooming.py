@@ -101,7 +101,7 @@ class Tables(NamedTuple):
     cells: int
 
 
-def initial_tables(configs) -> Tables:
+def initial_tables(configs, objective=None) -> Tables:
     return Tables(arms=min(START_ARMS, max(c.arms for c in configs)),
                   cells=min(START_CELLS, max(c.capacity for c in configs)))
 
