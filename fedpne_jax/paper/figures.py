@@ -116,10 +116,10 @@ FOURIER = tuple({"name": f, "heterogeneity": "fourier", "amplitude": a} for f in
 
 STUDIES = {s.name: s for s in [
     Study("compare-synthetic", SYNTHETIC, ("fedpne", "hct", "kernelts", "fed1ucb", "bo", "bbo"),
-          full=Size((10_000,), 100), quick=Size((300,), 4), params={"hct": HCT}, minutes=1.1),
+          full=Size((10_000,), 100), quick=Size((300,), 4), params={"hct": HCT}, minutes=1.4),
     # FN-UCB trains M networks every round: 20 seeds cost as much as the rest of the comparison.
     Study("compare-synthetic-fnucb", SYNTHETIC, ("fnucb",), full=Size((10_000,), 20), quick=Size((300,), 2),
-          minutes=1.7),
+          minutes=1.5),
     # KernelTS evaluates every candidate once per run: 10 x 10 candidates on the 2-D landmine box and
     # 5 x 5 x 5 on the 3-D digits box keep that to the cost of the other algorithms' runs.  So do
     # Fed1-UCB and FN-UCB with their arms: a quick run of 15 or 20 rounds pulls a few of them, so
@@ -127,7 +127,7 @@ STUDIES = {s.name: s for s in [
     Study("compare-landmine", ("landmine",), COMPARED, full=Size((500,), 10, (4,)),
           quick=Size((20,), 2, (2,)), params={"hct": HCT, "kernelts": {"num_candidates": 100}},
           quick_params={"kernelts": {"num_candidates": 25}, "fed1ucb": {"arms": 5}, "fnucb": {"arms": 5}},
-          minutes=3.8),
+          minutes=2.0),
     Study("compare-covid", ("covid",), ("fedpne", "hct", "kernelts", "fed1ucb"), full=Size((10_000,), 100, (8,)),
           quick=Size((300,), 4, (8,)), params={"hct": HCT}, minutes=0.7),
     Study("compare-covid-fnucb", ("covid",), ("fnucb",), full=Size((10_000,), 20, (8,)), quick=Size((300,), 2, (8,)),
@@ -135,37 +135,37 @@ STUDIES = {s.name: s for s in [
     Study("compare-digits", ("digits",), COMPARED, full=Size((300,), 8, (10,)), quick=Size((15,), 2, (3,)),
           params={"hct": HCT, "kernelts": {"num_candidates": 125}},
           quick_params={"kernelts": {"num_candidates": 27}, "fed1ucb": {"arms": 3}, "fnucb": {"arms": 3}},
-          minutes=3.9),
+          minutes=1.0),
     Study("arms", SYNTHETIC, ("fed1ucb",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fed1ucb": {"arms": (10, 30, 100, 300, 1000)}}, quick_grid={"fed1ucb": {"arms": (10, 100, 1000)}},
-          minutes=0.7),
+          minutes=0.8),
     Study("clients-synthetic", SYNTHETIC, ("fedpne",), full=Size((10_000,), 100, (1, 3, 10, 30, 100)),
-          quick=Size((300,), 4, (1, 10)), minutes=1.0),
+          quick=Size((300,), 4, (1, 10)), minutes=1.1),
     Study("clients-landmine", ("landmine",), ("fedpne",), full=Size((500,), 5, (1, 2, 4, 8)),
-          quick=Size((20,), 2, (1, 2)), minutes=1.8),
+          quick=Size((20,), 2, (1, 2)), minutes=1.2),
     Study("clients-covid", ("covid",), ("fedpne",), full=Size((10_000,), 100, (1, 2, 4, 8)),
-          quick=Size((300,), 4, (1, 8)), minutes=0.9),
+          quick=Size((300,), 4, (1, 8)), minutes=0.8),
     Study("clients-digits", ("digits",), ("fedpne",), full=Size((300,), 8, (1, 2, 5, 10)),
-          quick=Size((15,), 2, (1, 3)), minutes=2.5),
+          quick=Size((15,), 2, (1, 3)), minutes=0.8),
     Study("horizons-synthetic", SYNTHETIC, ("fedpne",), full=Size(_decades(2, 6), 100), quick=Size((100, 1000), 4),
           minutes=0.3),
     Study("horizons-landmine", ("landmine",), ("fedpne",), full=Size((30, 100, 300, 1000, 3000), 4, (4,)),
-          quick=Size((10, 30), 2, (2,)), minutes=1.4),
+          quick=Size((10, 30), 2, (2,)), minutes=0.9),
     Study("horizons-covid", ("covid",), ("fedpne",), full=Size(_decades(2, 6), 100, (8,)),
-          quick=Size((100, 1000), 4, (8,)), minutes=0.6),
+          quick=Size((100, 1000), 4, (8,)), minutes=0.5),
     Study("privacy", SYNTHETIC, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
           params={"fedpne": {"dp_delta": 0.1}},          # delta = 1/M, M = 10 (Thm. D.2's setting)
           grid={"fedpne": {"dp_epsilon": (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)}}, minutes=0.4),
     Study("heterogeneity", FOURIER, ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4), minutes=0.3),
     # BBO pools the clients' values as if they came from one objective, so differing optima mislead it.
-    Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=0.6),
+    Study("heterogeneity-bbo", FOURIER, ("bbo",), full=Size((10_000,), 20), quick=Size((300,), 2), minutes=0.7),
     Study("bbob", BBOB, ("fedpne", "hct", "bbo"), full=Size((3_000,), 20), quick=Size((300,), 3),
-          params={"hct": HCT}, minutes=1.1, share_programs=True),
+          params={"hct": HCT}, minutes=1.4, share_programs=True),
     Study("xarmed", XARMED_OBJECTIVES, ("fedpne",) + XARMED, full=Size((10_000,), 100), quick=Size((300,), 3),
           params=XARMED_PARAMS, minutes=25.5, share_programs=True),
     Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
-          minutes=0.1),
+          minutes=0.2),
 ]}
 
 
