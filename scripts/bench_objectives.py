@@ -24,6 +24,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 import time
@@ -205,6 +207,19 @@ def evaluation_rows(quick: bool = False) -> list[dict]:
                      pulled_rows=_evaluation_fields(run, seeds), per_run=[int(v) for v in run["total"]],
                      per_run_every_row=[int(v) for v in run["every_row_total"]]))
     return rows
+
+
+def rows(quick: bool) -> list[dict]:
+    """The section ``scripts/bench.py --sections objectives`` runs: throughput and SVM agreement, then
+    Fed-PNE's evaluations on landmine (against landmine-sklearn) and digits."""
+    return objective_rows(quick) + evaluation_rows(quick)
+
+
+def table(rows_: list[dict]) -> str:
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        print_rows(rows_)
+    return buffer.getvalue().rstrip("\n")
 
 
 def print_rows(rows) -> None:
