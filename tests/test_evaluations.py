@@ -76,6 +76,15 @@ def test_every_point_of_a_set_gives_the_values_of_one_call_in_as_many_trips_as_p
     assert len(trips) == 1
 
 
+def test_every_point_is_one_call_on_a_gpu(iterative):
+    """Lowered for CUDA (no GPU needed), the loop over the points is gone: one while loop fewer."""
+    from jax import export
+    x = jnp.zeros((7, 1), jnp.float32)
+    f = jax.jit(lambda p: blocks.every_point(iterative, iterative.values_and_locals, p))
+    loops = {p: export.export(f, platforms=[p])(x).mlir_module().count("stablehlo.while") for p in ("cpu", "cuda")}
+    assert loops["cpu"] == loops["cuda"] + 1
+
+
 def test_an_iterative_objective_starts_with_the_table_a_first_overflow_would_give(closed, iterative):
     from fedpne_jax.algorithms.fedpne import plan
     config = fp.FedPNEConfig(num_clients=M, horizon=500)

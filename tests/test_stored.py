@@ -39,3 +39,14 @@ def test_stored_values_are_a_conditionals_results_on_a_cpu_and_stay_unbatched_un
     text = _step_program(True).lower(w, xs).compile().as_text()
     assert " conditional(" in text, "the stored values are not a conditional's results"
     assert " conditional(" not in _step_program(False).lower(w, xs).compile().as_text()
+
+
+def test_stored_values_are_computed_in_place_on_a_gpu():
+    """Lowered for CUDA (no GPU needed) the conditional is gone, which would cost a round trip to the
+    host there (the choice of platform is itself a case on a constant, lowered on both)."""
+    from jax import export
+    w = jnp.ones((8, 64), jnp.float32)
+    xs = jnp.ones((3, 20, 64), jnp.float32)
+    cases = {p: export.export(_step_program(True), platforms=[p])(w, xs).mlir_module().count("stablehlo.case")
+             for p in ("cpu", "cuda")}
+    assert cases["cpu"] == cases["cuda"] + 1

@@ -89,9 +89,13 @@ def at_rows(block: int, capacity: int, fn, x, used):
 
 
 def every_point(objective, fn, x):
-    """``fn``'s values (a tuple of (K, ...) arrays) at all K points ``x`` (K, D): one call, or
-    :data:`POINTS_PER_TRIP` points at a time for an iterative objective."""
+    """``fn``'s values (a tuple of (K, ...) arrays) at all K points ``x`` (K, D): one call, or on a
+    CPU :data:`POINTS_PER_TRIP` points at a time for an iterative objective.  Elsewhere one call: a
+    GPU runs a batch of fits as wide kernels, and a loop of K trips would launch every step's kernels
+    K times over."""
+    one_call = lambda points: tuple(fn(points))
     if kind(objective) != "iterative":
-        return tuple(fn(x))
+        return one_call(x)
     K = x.shape[0]
-    return at_rows(min(POINTS_PER_TRIP, K), K, fn, x, jnp.int32(K))[0]
+    blocked = lambda points: at_rows(min(POINTS_PER_TRIP, K), K, fn, points, jnp.int32(K))[0]
+    return jax.lax.platform_dependent(x, cpu=blocked, default=one_call)
