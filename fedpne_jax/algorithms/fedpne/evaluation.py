@@ -28,7 +28,6 @@ from __future__ import annotations
 import numpy as np
 
 from fedpne_jax.core import pulls as pulls_lib
-from fedpne_jax.core.blocks import at_rows as at_rows
 from fedpne_jax.core.blocks import kind
 
 # Rows per trip for iterative objectives.  Phases of the real objectives' default runs pull a few to

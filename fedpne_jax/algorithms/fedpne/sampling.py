@@ -30,9 +30,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fedpne_jax.algorithms.fedpne import evaluation, partition
+from fedpne_jax.algorithms.fedpne import partition
 from fedpne_jax.algorithms.fedpne.plan import Params, Static
-from fedpne_jax.core import counters, noise
+from fedpne_jax.core import blocks, counters, noise
 from fedpne_jax.core import pulls as pulls_lib
 from objectives.ordered import inclusive_scan, no_contraction, pairwise_mean
 
@@ -112,7 +112,7 @@ def _centre_values(static, objective, x, pulls, local: bool):
     With the local values, an objective whose global value combines them (objectives.averages) is
     evaluated at the local site only."""
     fn = objective.values_and_locals if local else lambda p: (objective.value(p),)
-    values, rows = evaluation.at_rows(static.eval_block, static.capacity, fn, x, _pulled_rows(pulls))
+    values, rows = blocks.at_rows(static.eval_block, static.capacity, fn, x, _pulled_rows(pulls))
     at_global = jnp.int32(0) if local and objective.combine is not None else rows
     evaluated = jnp.stack([at_global, rows if local else jnp.int32(0), jnp.int32(0), jnp.int32(1)])
     return values, evaluated
