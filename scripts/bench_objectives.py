@@ -24,8 +24,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import sys
 import time
@@ -218,43 +216,39 @@ def rows(quick: bool) -> list[dict]:
 
 
 def table(rows_: list[dict]) -> str:
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        print_rows(rows_)
-    return buffer.getvalue().rstrip("\n")
-
-
-def print_rows(rows) -> None:
-    for r in rows:
+    """The rows as the text the scripts print."""
+    out = []
+    for r in rows_:
         if r["kind"] == "throughput":
-            print(f"{r['objective']:9s} M={r['clients']:2d} nodes={r['nodes']:3d} seeds={r['seeds']:2d}: "
-                  f"{r['evaluations']:6d} evaluations in {r['seconds']:7.2f} s = {r['evaluations_per_second']:9.1f}/s"
-                  f"  (first compile {r['compile_seconds']:.1f} s)")
+            out.append(f"{r['objective']:9s} M={r['clients']:2d} nodes={r['nodes']:3d} seeds={r['seeds']:2d}: "
+                       f"{r['evaluations']:6d} evaluations in {r['seconds']:7.2f} s = {r['evaluations_per_second']:9.1f}/s"
+                       f"  (first compile {r['compile_seconds']:.1f} s)")
         elif r["kind"] == "svm_agreement":
-            print(f"SVM vs sklearn SVC(tol=1e-12): {r['points']} (field, C, gamma) points, |dAUC| mean "
-                  f"{r['mean_abs_auc_diff']:.2e} max {r['max_abs_auc_diff']:.2e}, identical "
-                  f"{100 * r['share_identical']:.0f}%, global (mean over fields) max {r['max_abs_global_diff']:.2e}; "
-                  f"SMO iterations max {r['max_smo_iterations']} mean {r['mean_smo_iterations']:.0f}; "
-                  f"worst {r['worst']}")
+            out.append(f"SVM vs sklearn SVC(tol=1e-12): {r['points']} (field, C, gamma) points, |dAUC| mean "
+                       f"{r['mean_abs_auc_diff']:.2e} max {r['max_abs_auc_diff']:.2e}, identical "
+                       f"{100 * r['share_identical']:.0f}%, global (mean over fields) max {r['max_abs_global_diff']:.2e}; "
+                       f"SMO iterations max {r['max_smo_iterations']} mean {r['mean_smo_iterations']:.0f}; "
+                       f"worst {r['worst']}")
         elif r["kind"] == "dense_search":
-            print(f"dense search {r['objective']:9s} M={r['clients']:2d}: best {r['best_value']:.6f} at "
-                  f"{r['best_x']} over {r['points']} points (f* used: {r['f_star']:.6f})")
+            out.append(f"dense search {r['objective']:9s} M={r['clients']:2d}: best {r['best_value']:.6f} at "
+                       f"{r['best_x']} over {r['points']} points (f* used: {r['f_star']:.6f})")
         elif r["kind"] == "evaluations":
             p = r["pulled_rows"]
             head = (f"Fed-PNE {r['objective']} M={r['clients']} T={r['horizon']} {p['seeds']} seeds "
                     f"(capacity {p['capacity']}):")
             if "every_row" in r:
                 e = r["every_row"]
-                print(f"{head} every row {e['evaluations']} evaluations in {e['run_seconds']:.2f} s; pulled rows "
-                      f"(blocks of {p['eval_block']}) {p['evaluations']} in {p['run_seconds']:.2f} s; identical "
-                      f"outputs: {r['identical_outputs']}")
+                out.append(f"{head} every row {e['evaluations']} evaluations in {e['run_seconds']:.2f} s; pulled rows "
+                           f"(blocks of {p['eval_block']}) {p['evaluations']} in {p['run_seconds']:.2f} s; identical "
+                           f"outputs: {r['identical_outputs']}")
             else:
-                print(f"{head} {p['evaluations']} evaluations (every row: {p['evaluations_every_row']}) in "
-                      f"{p['run_seconds']:.2f} s; per run {r['per_run']} (every row: {r['per_run_every_row']})")
+                out.append(f"{head} {p['evaluations']} evaluations (every row: {p['evaluations_every_row']}) in "
+                           f"{p['run_seconds']:.2f} s; per run {r['per_run']} (every row: {r['per_run_every_row']})")
             if "sklearn" in r:
                 k = r["sklearn"]
-                print(f"  landmine-sklearn, same runs: {k['run_seconds']:.2f} s ({k['host_distinct_points']} distinct "
-                      f"points on the host), final regret within {k['max_abs_final_regret_diff']:.2e} of the JAX runs")
+                out.append(f"  landmine-sklearn, same runs: {k['run_seconds']:.2f} s ({k['host_distinct_points']} distinct "
+                           f"points on the host), final regret within {k['max_abs_final_regret_diff']:.2e} of the JAX runs")
+    return "\n".join(out)
 
 
 def main(argv=None) -> int:
@@ -267,13 +261,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.evaluations:
         rows = evaluation_rows(args.quick)
-        print_rows(rows)
+        print(table(rows))
         harness.report({"objectives": rows}, args.out)
         return 0
     rows = objective_rows(args.quick)
     if args.dense:
         rows += dense_search_rows(args.quick)
-    print_rows(rows)
+    print(table(rows))
     harness.report({"objectives": rows}, args.out)
     return 0
 
