@@ -53,6 +53,10 @@ def n_from_tau(tau: int, config: FedPNEConfig) -> int:
     return min(-(-tau // config.num_clients), config.horizon + 1)
 
 
+# How much a node table grows when a run overflows it (at least; more where the demand seen is larger).
+GROWTH = 4
+
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """The host tables of one configuration (see :func:`plan`)."""
@@ -69,10 +73,18 @@ class Plan:
     def initial_capacity(self) -> int:
         """A node-table capacity that fits typical runs: room for all children of the first phase.
         Runs that need more are detected (overflow flag) and rerun with a larger table."""
+        return self.start_capacity(iterative=False)
+
+    def start_capacity(self, iterative: bool) -> int:
+        """:attr:`initial_capacity`, GROWTH times larger on an iterative objective (a model fit or a
+        simulation per evaluation, see core.blocks), unless the config fixes it: the table a first
+        overflow would give, since a rerun repeats every fit of the runs that overflowed while rows no
+        phase pulls cost no evaluation.  Every Fed-PNE run of the gallery's landmine, digits and COVID
+        studies (M = 1 to 10, D = 2 and 3) needed 27 to 64 nodes, and so ran twice from 16."""
         if self.config.capacity is not None:
             return self.config.capacity
         need = self.config.k * self.first_phase
-        return int(min(MAX_CAPACITY, max(8 * self.config.k, 1 << (need - 1).bit_length())))
+        return int(min(MAX_CAPACITY, (GROWTH if iterative else 1) * max(8 * self.config.k, 1 << (need - 1).bit_length())))
 
     def check(self) -> None:
         """Configurations no node table can hold, refused before compiling."""
@@ -127,23 +139,12 @@ class Tables(NamedTuple):
     depth: int
 
 
-# How much a node table grows when a run overflows it (at least; more where the demand seen is larger).
-GROWTH = 4
-
-
 def tables(configs, objective=None) -> Tables:
-    """Where a batch of configurations starts: the largest initial capacity and depth limit.
-
-    On an iterative objective (a model fit or a simulation per evaluation, see core.blocks) the
-    capacity a config does not fix is GROWTH times larger, the table a first overflow would give: a
-    rerun repeats every fit of the runs that overflowed, while rows no phase pulls cost no evaluation.
-    Every Fed-PNE run of the gallery's landmine, digits and COVID studies (M = 1 to 10, D = 2 and 3)
-    needed 27 to 64 nodes, and so ran twice from 16."""
+    """Where a batch of configurations starts: the largest start capacity (:meth:`Plan.start_capacity`)
+    and depth limit."""
     plans = [plan(c) for c in configs]
-    scale = GROWTH if objective is not None and blocks.kind(objective) == "iterative" else 1
-    capacity = max(p.initial_capacity if p.config.capacity is not None else min(MAX_CAPACITY, scale * p.initial_capacity)
-                   for p in plans)
-    return Tables(capacity=capacity, depth=max(p.depth_limit for p in plans))
+    iterative = objective is not None and blocks.kind(objective) == "iterative"
+    return Tables(capacity=max(p.start_capacity(iterative) for p in plans), depth=max(p.depth_limit for p in plans))
 
 
 def grow(tables: Tables, failed, allowed: bool, seeds) -> Tables:
