@@ -194,7 +194,7 @@ def check_objective(split: str, objective) -> None:
                          f"{objective.name!r} has {objective.dim}; use split 'longest'")
 
 
-def _split(spec: TreeSpec, depth, u):
+def split_dim(spec: TreeSpec, depth, u):
     """Split dimension of a node at ``depth``; ``u``: the round's split uniform (split='random')."""
     if spec.dim == 1:
         return jnp.int32(0)
@@ -214,15 +214,19 @@ def _row(spec: TreeSpec, child, count, depth, parent, gen, mean, u, b, b0, b1, b
                             as_bits(spec, box)])
 
 
-def _children(spec: TreeSpec, row, me, d):
-    """(2, width) rows of the lower and upper half of node row ``row`` (at table row ``me``) along
-    ``d``; the cut is (lo + hi) / 2, PyXAB's midpoint."""
-    box = box_of(spec, row)
+def halves(spec: TreeSpec, box, d):
+    """(2, 2, D) lower and upper half of a (2, D) box along ``d``; the cut is (lo + hi) / 2, PyXAB's
+    midpoint."""
     lo, hi = box[0], box[1]
     on_d = jnp.arange(spec.dim) == d
     mid = (lo[d] + hi[d]) / 2
-    boxes = jnp.stack([jnp.concatenate([lo, jnp.where(on_d, mid, hi)]),
-                       jnp.concatenate([jnp.where(on_d, mid, lo), hi])])
+    return jnp.stack([jnp.stack([lo, jnp.where(on_d, mid, hi)]), jnp.stack([jnp.where(on_d, mid, lo), hi])])
+
+
+def _children(spec: TreeSpec, row, me, d):
+    """(2, width) rows of the lower and upper half of node row ``row`` (at table row ``me``) along
+    ``d``."""
+    boxes = halves(spec, box_of(spec, row), d).reshape(2, 2 * spec.dim)
     inf = jnp.inf
     return jax.vmap(lambda box: _row(spec, -1, 0, row[DEPTH] + 1, me, 0, 0.0, inf, inf, inf, inf, box))(boxes)
 
@@ -238,7 +242,7 @@ def init(spec: TreeSpec, lo, hi, key, root_expanded: bool = True) -> Table:
     if not root_expanded:
         return Table(rows=jnp.concatenate([root[None], jnp.broadcast_to(blank, (n - 1, spec.width))]),
                      size=jnp.int32(1), height=jnp.int32(0))
-    d = root_dim(key, spec.dim) if spec.split == "random" and spec.dim > 1 else _split(spec, jnp.int32(0), None)
+    d = root_dim(key, spec.dim) if spec.split == "random" and spec.dim > 1 else split_dim(spec, jnp.int32(0), None)
     kids = _children(spec, root, 0, d)
     rows = jnp.concatenate([root[None], kids, jnp.broadcast_to(blank, (n - 3, spec.width))])
     return Table(rows=rows, size=jnp.int32(3), height=jnp.int32(1))
@@ -257,7 +261,7 @@ def _allocate(spec: TreeSpec, table: Table, node_row, do):
 def _write_children(spec: TreeSpec, rows, table: Table, node_row, node, depth, row, do, again, split_u) -> Table:
     """``rows`` with node ``node``'s two children (split by the rule at ``depth``) at ``row``, ``row`` + 1
     when ``do``; size and height follow."""
-    kids = _children(spec, node_row, node, _split(spec, depth, split_u))
+    kids = _children(spec, node_row, node, split_dim(spec, depth, split_u))
     rows = rows.at[jnp.where(do, row + jnp.arange(2, dtype=jnp.int32), spec.capacity)].set(kids, mode="drop")
     return Table(rows=rows, size=jnp.where(do & ~again, table.size + 2, table.size),
                  height=jnp.where(do, jnp.maximum(table.height, depth + 1), table.height))
@@ -281,7 +285,7 @@ def expand(spec: TreeSpec, table: Table, node, do, split_u, node_row=None, child
     do, overflow = do & (row + 2 <= spec.capacity), do & (row + 2 > spec.capacity)
     head = node_row.at[CHILD].set(row.astype(spec.itype)).at[GEN].add(1) \
         .at[B0:B1 + 1].set(as_bits(spec, jnp.full((2,), jnp.inf)))
-    kids = _children(spec, node_row, node, _split(spec, node_row[DEPTH], split_u))
+    kids = _children(spec, node_row, node, split_dim(spec, node_row[DEPTH], split_u))
     if child_u is not None:
         kids = kids.at[:, U].set(as_bits(spec, child_u(kids)))
     n = spec.capacity
