@@ -15,15 +15,23 @@ says so), regret per evaluation.  Parameters PyXAB's: ``nu`` (1), ``rho`` (0.9).
   it), and the other child's centre becomes a new arm when the point lies outside it.
 * The recommendation is the arm the next round would pull (PyXAB's ``get_last_point``).
 
-Each round recomputes every arm's index (A of them, elementwise) and takes the last largest with
-:func:`tree.last_max`: at A = 64 that is a quarter of the cost of keeping a tournament up to date for
-the two leaves a round changes, and it needs no branch for the phase changes.  The node table is
-the partition (its size and depth are the run's ``nodes`` and ``depth``); the arms are arrays beside
-it.  Both start small (START_ARMS arms, START_CELLS cells) and grow fourfold for the runs that
-outgrow them (their numbers do not depend on the sizes), up to what the host's bound allows: a
-split at depth h needs n >= 8 / (nu^2 rho^(2h)) - 2 pulls of its arm (the phase is at least 1), so
-at most T / max(1, that) splits happen at depth h.  (Garland, T = 10^4: 22 arms and 75 cells, where
-that bound is 5,836 arms.)
+Arms are rows of one padded table: pulls, mean, the cell's depth and box, and the point.  The
+cells themselves are not stored: a split reads only the pulled arm's cell, and a cell that no arm
+holds (the lower half when the point is on the cut) is never read again.  The run's ``nodes`` and
+``depth`` are counted on each split (two cells a split, the root and its children at the start).
+A round therefore reads one row and writes at most two (the pulled arm's and the new arm's), in one
+scatter.  Each arm's index is kept beside the table: only the credited and the new arm's change,
+except when the phase moves (13 times in 10^4 rounds), when every index is recomputed; the phase
+depends on t alone, so that stays a branch under vmap.  The selection is then the last largest
+index, :func:`tree.last_max` of A values.  (Garland, 1,000 runs of T = 10^4 on two cores: 11.6 M
+pulls/s when the cells were rows of a node table and every index was recomputed each round,
+22.1 M now, with the same numbers.)
+
+The arm table starts at START_ARMS rows and grows fourfold for the runs that outgrow it (their
+numbers do not depend on its size), up to what the host's bound allows: a split at depth h needs
+n >= 8 / (nu^2 rho^(2h)) - 2 pulls of its arm (the phase is at least 1), so at most T / max(1,
+that) splits happen at depth h.  (Garland, T = 10^4: 22 arms and 75 cells, where that bound is
+5,836 arms.)
 
 Noise-free float64 runs equal tests/support/reference_zooming.py and PyXAB's own Zooming point for
 point (tests/test_zooming.py).
@@ -84,7 +92,8 @@ class ZoomingConfig(tree.TreeConfig):
 
     @property
     def capacity(self) -> int:
-        """Cells: the root, its children, and two per split."""
+        """The cells a run can make (the bound of its ``nodes``): the root, its children, and two per
+        split."""
         return 3 + 2 * bounds(self.horizon, self.nu, self.rho)[0]
 
     @property
@@ -93,25 +102,22 @@ class ZoomingConfig(tree.TreeConfig):
 
 
 START_ARMS = 64
-START_CELLS = 256
 
 
 class Tables(NamedTuple):
     arms: int
-    cells: int
 
 
 def initial_tables(configs, objective=None) -> Tables:
-    return Tables(arms=min(START_ARMS, max(c.arms for c in configs)),
-                  cells=min(START_CELLS, max(c.capacity for c in configs)))
+    return Tables(arms=min(START_ARMS, max(c.arms for c in configs)))
 
 
 def grow(tables: Tables, failed, allowed: bool, seeds) -> Tables:
-    """Four times the arms and cells for the runs ``failed`` that outgrew ``tables``."""
+    """Four times the arms for the runs ``failed`` that outgrew ``tables``."""
     if not allowed:
-        raise CapacityError(f"Zooming's tables ({tables.arms} arms, {tables.cells} cells) overflowed in {len(seeds)} "
-                            f"seed(s) (e.g. seed {int(seeds[0])}); rerun with grow=True")
-    return Tables(arms=4 * tables.arms, cells=4 * tables.cells)
+        raise CapacityError(f"Zooming's arm table ({tables.arms} arms) overflowed in {len(seeds)} seed(s) "
+                            f"(e.g. seed {int(seeds[0])}); rerun with grow=True")
+    return Tables(arms=4 * tables.arms)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +132,9 @@ class ZoomingParams(NamedTuple):
 
 def make_static(config: ZoomingConfig, objective, tables: Tables | None = None) -> ZoomingStatic:
     tables = tables or initial_tables([config])
-    return tree.make_static(config, objective, min(tables.cells, config.capacity), config.height, cls=ZoomingStatic,
+    # The node table holds the root and its two children, whose boxes the first two arms take; the
+    # run's nodes and depth are the table's size and height, counted on each split.
+    return tree.make_static(config, objective, 3, config.height, cls=ZoomingStatic,
                             arms=min(tables.arms, config.arms))
 
 
@@ -136,11 +144,14 @@ def make_params(config: ZoomingConfig, tables=None) -> ZoomingParams:
                          noise_scale=np.asarray(config.noise_scale, real))
 
 
+# Columns of an arm's row: pulls, mean, its cell's depth, then its cell's lower and upper corner and
+# its point (floats stored as their bits, as in the node table).
+PULLS, MEAN, DEPTH, BOX = range(4)
+
+
 class Arms(NamedTuple):
-    point: jax.Array         # (A, D)
-    cell: jax.Array          # (A,) int32 the row of its cell
-    pulls: jax.Array         # (A,) int32
-    mean: jax.Array          # (A,)
+    rows: jax.Array          # (A, 3 + 3D) integer rows
+    index: jax.Array         # (A,) mean + 2 sqrt(8 i / (2 + n)) at the phase of the next selection, -inf unmade
     count: jax.Array         # () int32 arms made
 
 
@@ -158,58 +169,78 @@ def _index(mean, pulls, phase):
     return mean + 2 * bonus, bonus
 
 
+def _arm_row(spec: tree.TreeSpec, pulls, mean, depth, box, point):
+    ints = jnp.stack([jnp.asarray(pulls).astype(spec.itype), tree.as_bits(spec, mean),
+                      jnp.asarray(depth).astype(spec.itype)])
+    return jnp.concatenate([ints, tree.as_bits(spec, box.reshape(-1)), tree.as_bits(spec, point)])
+
+
+def _point(spec: tree.TreeSpec, rows):
+    return tree.as_float(spec, rows[..., BOX + 2 * spec.dim:])
+
+
+def _indices(spec: tree.TreeSpec, rows, count, phase):
+    """Every arm's index at ``phase`` (-inf for the rows no arm has yet)."""
+    index = _index(tree.as_float(spec, rows[:, MEAN]), rows[:, PULLS], phase)[0]
+    return jnp.where(jnp.arange(rows.shape[0]) < count, index, -jnp.inf)
+
+
 def _init(static: ZoomingStatic, params, table, key) -> Arms:
     spec = static.tree
-    A = static.arms
-    point = jnp.zeros((A, spec.dim), spec.dtype).at[:2].set(tree.centre(spec, table.rows[1:3]))
-    pulls = jnp.zeros((A,), jnp.int32)
-    mean = jnp.zeros((A,), spec.dtype)
-    return Arms(point=point, cell=jnp.zeros((A,), jnp.int32).at[:2].set(jnp.arange(1, 3, dtype=jnp.int32)),
-                pulls=pulls, mean=mean, count=jnp.int32(2))
+    kids = table.rows[1:3]
+    first = jax.vmap(lambda box, point: _arm_row(spec, 0, 0.0, 1, box, point))(tree.box_of(spec, kids),
+                                                                                  tree.centre(spec, kids))
+    rows = jnp.zeros((static.arms, BOX + 3 * spec.dim), spec.itype).at[:2].set(first)
+    count = jnp.int32(2)
+    return Arms(rows=rows, index=_indices(spec, rows, count, _phase(0)), count=count)
 
 
 def _select(static: ZoomingStatic, params, table, arms: Arms, t):
     """The arm of largest index after t - 1 rewards."""
-    index = _index(arms.mean, arms.pulls, _phase(t - 1))[0]
-    arm = tree.last_max(index, jnp.arange(static.arms, dtype=jnp.int32) < arms.count)[0]
-    return Choice(arm), arms.point[arm]
+    arm = tree.last_max(arms.index)[0]
+    return Choice(arm), _point(static.tree, arms.rows[arm])
 
 
 def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, last: tree.Last, t, active):
     """Credit round t's reward to its arm, split its cell if its confidence is below the cell's
-    smoothness."""
+    smoothness; the indices follow for the next selection."""
     spec = static.tree
+    A = static.arms
     a = last.choice.arm
-    n = arms.pulls[a]
-    mean = (no_contraction(arms.mean[a] * n.astype(spec.dtype)) + last.reward) / (n + 1).astype(spec.dtype)
+    row = arms.rows[a]
+    n = row[PULLS].astype(jnp.int32)
+    mean = (no_contraction(tree.as_float(spec, row[MEAN]) * n.astype(spec.dtype)) + last.reward) \
+        / (n + 1).astype(spec.dtype)
     n = n + 1
     phase = _phase(t)
-    bonus = _index(mean, n, phase)[1]
-    cell = arms.cell[a]
-    cell_row = table.rows[cell]
-    split = active & (bonus <= params.smooth[jnp.minimum(cell_row[tree.DEPTH].astype(jnp.int32),
-                                                        params.smooth.shape[0] - 1)])
-    kids = table.size
-    table, overflow = tree.expand(spec, table, cell, split, last.split_u, node_row=cell_row)
-    boxes = tree.box_of(spec, table.rows[jnp.minimum(kids + jnp.arange(2), spec.capacity - 1)])   # (2, 2, D)
-    x = arms.point[a]
-    outside = jnp.any((x < boxes[:, 0]) | (x > boxes[:, 1]), axis=1)                              # (2,)
+    index, bonus = _index(mean, n, phase)
+    depth = row[DEPTH].astype(jnp.int32)
+    split = active & (bonus <= params.smooth[jnp.minimum(depth, params.smooth.shape[0] - 1)])
+    box = tree.as_float(spec, row[BOX:BOX + 2 * spec.dim]).reshape(2, spec.dim)
+    kids = tree.halves(spec, box, tree.split_dim(spec, depth, last.split_u))                     # (2, 2, D)
+    x = _point(spec, row)
+    outside = jnp.any((x < kids[:, 0]) | (x > kids[:, 1]), axis=1)                              # (2,)
     # PyXAB's loop over the children: the arm moves to each child that holds its point (the upper
     # one last), and a child that does not hold it becomes a new arm.
-    moved = jnp.where(~outside[1], kids + 1, jnp.where(~outside[0], kids, cell))
+    holds = ~outside[0] | ~outside[1]
+    moved = jnp.where(~outside[1], kids[1], jnp.where(~outside[0], kids[0], box))
     new = split & jnp.any(outside)
-    at = jnp.minimum(arms.count, static.arms - 1)
-    new_cell = jnp.where(outside[0], kids, kids + 1)
-    new_point = tree.centre(spec, table.rows[jnp.minimum(new_cell, spec.capacity - 1)])
-    arms = arms._replace(
-        pulls=arms.pulls.at[a].set(jnp.where(active, n, arms.pulls[a])),
-        mean=arms.mean.at[a].set(jnp.where(active, mean, arms.mean[a])),
-        cell=arms.cell.at[a].set(jnp.where(split, moved, cell)).at[at].set(
-            jnp.where(new, new_cell, arms.cell[at])),
-        point=arms.point.at[at].set(jnp.where(new, new_point, arms.point[at])),
-        count=arms.count + new.astype(jnp.int32))
-    overflow = overflow | (new & (arms.count > static.arms))      # the new arm had no row
-    return table, arms, overflow
+    other = jnp.where(outside[0], kids[0], kids[1])
+    mine = _arm_row(spec, n, mean, jnp.where(split & holds, depth + 1, depth), jnp.where(split, moved, box), x)
+    made = _arm_row(spec, 0, jnp.zeros((), spec.dtype), depth + 1, other, (other[0] + other[1]) / 2)
+    at = jnp.minimum(arms.count, A - 1)
+    rows_at = jnp.stack([jnp.where(active, a, A), jnp.where(new, at, A)])
+    rows = arms.rows.at[rows_at].set(jnp.stack([mine, made]), mode="drop")
+    fresh = _index(jnp.zeros((), spec.dtype), jnp.int32(0), phase)[0]
+    index = arms.index.at[rows_at].set(jnp.stack([index, fresh]), mode="drop")
+    count = arms.count + new.astype(jnp.int32)
+    # Every index moves with the phase (13 times in 10^4 rounds); t is the same in every run of a
+    # batch, so this stays a branch under vmap.
+    index = jax.lax.cond(_phase(t) != _phase(t - 1), lambda: _indices(spec, rows, count, phase), lambda: index)
+    table = table._replace(size=jnp.where(split, table.size + 2, table.size),
+                           height=jnp.where(split, jnp.maximum(table.height, depth + 1), table.height))
+    overflow = new & (count > A)      # the new arm had no row
+    return table, Arms(rows=rows, index=index, count=count), overflow
 
 
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, root_expanded=True)
