@@ -13,9 +13,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
+import fedpne_jax as fp
+import objectives
 from fedpne_jax.algorithms.trees import hoo, tree
-from fedpne_jax.core import executor
+from fedpne_jax.core import executor, registry
 from fedpne_jax.core.errors import FLAG_CAPACITY
 from objectives.objective import Objective
 
@@ -164,6 +167,43 @@ def test_capacity_overflow_of_the_fused_path_update():
     small = dataclasses.replace(static, tree=dataclasses.replace(static.tree, capacity=9))
     out = _run(hoo.run_single, small, objective, params=params)
     assert out.flags[0] & FLAG_CAPACITY and out.nodes[0] == 9
+
+
+def test_a_path_longer_than_its_buffer_raises_the_flag():
+    """T-HOO's paths reach depth 6 in 60 rounds here (the depth-7 nodes are the children of the last
+    one): buffers of 7 rows hold them, of 6 do not."""
+    objective = _vee((0.3,))
+    config = hoo.HOOConfig(horizon=T, noise="none", checkpoints=6, depth_limit=T)
+    static, params = hoo.make_static(config, objective), hoo.make_params(config)
+    assert static.tree.path_rows == tree.start_path(static.tree.height) < static.tree.height + 1
+    flags, depth = {}, {}
+    for rows in (6, 7):
+        short = dataclasses.replace(static, tree=dataclasses.replace(static.tree, path=rows))
+        out = _run(hoo.run_single, short, objective, params=params)
+        flags[rows], depth[rows] = out.flags[0] & FLAG_CAPACITY, out.depth[0]
+    assert depth[7] == 7 and not flags[7] and flags[6]
+
+
+@pytest.mark.parametrize("name,fields", [("hct", dict(rho=0.9)), ("hct", dict(rho=0.9, expand="pyxab")),
+                                         ("vhct", dict(rho=0.9)), ("hoo", dict(rho=0.9)),
+                                         ("pct", dict(rhomax=0.9))])
+def test_runs_whose_paths_outgrow_the_first_buffers_are_rerun_with_the_same_numbers(monkeypatch, name, fields):
+    """Buffers of 3 rows: most runs outgrow them and are rerun with the whole height bound; every run
+    equals a run that started with the whole bound."""
+    objective = objectives.make_objective("garland", num_clients=1, heterogeneity="none")
+    config = fp.make_config(name, horizon=400, noise="gaussian:0.1", **fields)
+    algorithm = registry.get(name)
+    whole = algorithm.make_static(config, objective, tree.PathTables(whole=True))
+    want, _, _ = executor.execute(algorithm.run_single, whole, algorithm.make_params(config, None), objective, 0,
+                                  np.arange(8))
+    monkeypatch.setattr(tree, "start_path", lambda height: min(height + 1, 3))
+    with pytest.raises(fp.CapacityError, match="rerun with grow=True"):
+        fp.run(config, objective, seeds=8, grow=False)
+    got = fp.run(config, objective, seeds=8)
+    np.testing.assert_array_equal(got.final_regret, want.final_regret)
+    np.testing.assert_array_equal(got.curves, want.curve)
+    np.testing.assert_array_equal(got.depth, want.depth)
+    assert want.depth.max() >= 3
 
 
 class Log(NamedTuple):

@@ -205,6 +205,7 @@ FUNCTIONS = {
                                     "test_parallel_instances_are_independent_runs_on_their_rounds",
                                     "test_random_split_follows_the_rounds_uniforms",
                                     "test_refresh_runs_between_the_selection_and_the_update_of_round_two_to_the_k",
+                                    "test_runs_whose_paths_outgrow_the_first_buffers_are_rerun_with_the_same_numbers",
                                     "test_the_b_chain_by_loop_and_by_scan_equals_the_step_by_step_chain"],
     "tests/test_vhct.py": ["test_noise_free_garland_pulls_pyxabs_own_vhct_points",
                            "test_noise_free_himmelblau_pulls_the_reference_points",

@@ -187,7 +187,7 @@ class GPOParams(NamedTuple):
 def make_static(config: WrapperConfig, objective, tables=None) -> GPOStatic:
     p = plan(config)
     base, capacity, height = meta.instance_static(meta.BASES[config.base_name], p.configs, p.budgets, objective,
-                                                  config)
+                                                  config, tables)
     return tree.make_static(config, objective, capacity, height, cls=GPOStatic, base=base,
                             base_name=config.base_name, pyxab=config.pyxab, slots=p.slots, half=p.half)
 
@@ -338,5 +338,5 @@ POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_
 
 
 ALGORITHM = tree.algorithm("gpo", GPOConfig, make_static, make_params, POLICY,
-                           Style("GPO", "#637939", "x"))
+                           Style("GPO", "#637939", "x"), descends=True)
 run_single = ALGORITHM.run_single

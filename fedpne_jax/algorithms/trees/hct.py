@@ -186,7 +186,9 @@ class HCTParams(NamedTuple):
 
 
 def make_static(config: HCTConfig, objective, tables=None) -> HCTStatic:
-    return tree.make_static(config, objective, *bounds(config), cls=HCTStatic, expand=config.expand)
+    capacity, height = bounds(config)
+    return tree.make_static(config, objective, capacity, height, cls=HCTStatic, path=tree.path_of(tables, height),
+                            expand=config.expand)
 
 
 def make_params(config: HCTConfig, tables=None) -> HCTParams:
@@ -202,7 +204,7 @@ def make_params(config: HCTConfig, tables=None) -> HCTParams:
 
 class Pending(NamedTuple):
     """The node re-expanded last round (expand='pyxab'), whose path's B are due."""
-    path: jax.Array          # (height + 1,) rows root..node
+    path: jax.Array          # (path rows,) rows root..node
     length: jax.Array        # () its length (0: none)
 
 
@@ -234,7 +236,7 @@ def _update(static: HCTStatic, params: HCTParams, table, pending: Pending, last:
         ready = count >= tau[depth]
         return ready if static.expand == "pyxab" else ready & (child < 0)
 
-    credited = jnp.arange(spec.height + 1) == choice.length - 1
+    credited = jnp.arange(spec.path_rows) == choice.length - 1
     pyxab = static.expand == "pyxab"
     table, overflow, regrown = tree.update_path(spec, table, choice.path, choice.length, credited, last.reward,
                                                 _u_fn(params, k), grow, last.split_u, active=active,
@@ -254,9 +256,9 @@ def _refresh(static: HCTStatic, params: HCTParams, k, table, pending: Pending):
 
 POLICY = tree.TreePolicy(
     select=tree.descent(_stop_rule), update=_update, refresh=_refresh,
-    init=lambda static, params, table, key: Pending(jnp.zeros((static.tree.height + 1,), jnp.int32), jnp.int32(0)))
+    init=lambda static, params, table, key: Pending(jnp.zeros((static.tree.path_rows,), jnp.int32), jnp.int32(0)))
 
 
 ALGORITHM = tree.algorithm("hct", HCTConfig, make_static, make_params, POLICY,
-                           Style("HCT", "#1f77b4", "s"))
+                           Style("HCT", "#1f77b4", "s"), descends=True)
 run_single = ALGORITHM.run_single

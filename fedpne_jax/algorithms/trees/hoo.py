@@ -87,7 +87,8 @@ class HOOParams(NamedTuple):
 
 
 def make_static(config: HOOConfig, objective, tables=None) -> tree.TreeStatic:
-    return tree.make_static(config, objective, config.capacity, config.height)
+    return tree.make_static(config, objective, config.capacity, config.height,
+                            path=tree.path_of(tables, config.height))
 
 
 def make_params(config: HOOConfig, tables=None) -> HOOParams:
@@ -106,7 +107,7 @@ def _update(static, params: HOOParams, table, extra, last: tree.Last, t, active)
         # PyXAB's order: mean + sqrt(2 ln n / T_node) + nu rho^h.
         return mean + jnp.sqrt(params.explore / count.astype(mean.dtype)) + params.smooth[depth]
 
-    credited = jnp.arange(spec.height + 1) < choice.length
+    credited = jnp.arange(spec.path_rows) < choice.length
     table, overflow, _ = tree.update_path(spec, table, choice.path, choice.length, credited, last.reward, u_fn,
                                           lambda count, depth, child: depth <= params.limit, last.split_u,
                                           active=active)
@@ -117,5 +118,5 @@ POLICY = tree.TreePolicy(select=tree.descent(), update=_update)
 
 
 ALGORITHM = tree.algorithm("hoo", HOOConfig, make_static, make_params, POLICY,
-                           Style("T-HOO", "#17becf", "v"))
+                           Style("T-HOO", "#17becf", "v"), descends=True)
 run_single = ALGORITHM.run_single

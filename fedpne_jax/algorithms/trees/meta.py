@@ -106,13 +106,14 @@ def capacity(configs, budgets) -> int:
     return max(min(c.capacity, 3 + 2 * int(u)) for c, u in zip(configs, budgets))
 
 
-def instance_static(base: Base, configs, budgets, objective, config):
-    """(the base's static with the common tree spec, capacity, height) of the instances."""
+def instance_static(base: Base, configs, budgets, objective, config, tables=None):
+    """(the base's static with the common tree spec, capacity, height) of the instances; ``tables``:
+    the wrapper's :class:`tree.PathTables`."""
     statics = [base.module.make_static(c, objective) for c in configs]
     height = max(min(s.tree.height, 1 + int(u)) for s, u in zip(statics, budgets))
     cap = capacity(configs, budgets)
     tree.check_height(height, f"rhomax={config.rhomax}, horizon={config.horizon}")
-    spec = tree.make_spec(cap, height, objective, config.split, config.precision)
+    spec = tree.make_spec(cap, height, objective, config.split, config.precision, tree.path_of(tables, height))
     return dataclasses.replace(statics[0], tree=spec), cap, height
 
 

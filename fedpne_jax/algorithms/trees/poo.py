@@ -247,7 +247,8 @@ class POOParams(NamedTuple):
 
 def make_static(config: POOConfig, objective, tables=None) -> POOStatic:
     p = plan(config)
-    base, capacity, height = meta.instance_static(meta.BASES[config.base], p.configs, p.budgets, objective, config)
+    base, capacity, height = meta.instance_static(meta.BASES[config.base], p.configs, p.budgets, objective, config,
+                                                  tables)
     return tree.make_static(config, objective, capacity, height, cls=POOStatic, instances=len(p.rhos), base=base,
                             base_name=config.base, pyxab=config.pyxab, segments=p.segments)
 
@@ -357,5 +358,5 @@ POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_
 
 
 ALGORITHM = tree.algorithm("poo", POOConfig, make_static, make_params, POLICY,
-                           Style("POO", "#ad494a", "8"))
+                           Style("POO", "#ad494a", "8"), descends=True)
 run_single = ALGORITHM.run_single

@@ -223,7 +223,9 @@ class VHCTParams(NamedTuple):
 
 
 def make_static(config: VHCTConfig, objective, tables=None) -> VHCTStatic:
-    return tree.make_static(config, objective, *bounds(config), cls=VHCTStatic, pyxab=config.pyxab)
+    capacity, height = bounds(config)
+    return tree.make_static(config, objective, capacity, height, cls=VHCTStatic, path=tree.path_of(tables, height),
+                            pyxab=config.pyxab)
 
 
 def make_params(config: VHCTConfig, tables=None) -> VHCTParams:
@@ -246,7 +248,7 @@ class Choice(NamedTuple):
     count, mean and children do not change before the update), and the tau the selection computed
     for it, which PyXAB's expansion test reads (``pyxab``; 0 otherwise)."""
     node: jax.Array          # () int32
-    path: jax.Array          # (height + 1,) int32 rows root..node
+    path: jax.Array          # (path rows,) int32 rows root..node
     length: jax.Array        # () int32
     row: jax.Array           # (width,) the node's row
     tau: jax.Array           # () int32
@@ -255,7 +257,7 @@ class Choice(NamedTuple):
 def _init(static: VHCTStatic, params, table, key) -> Stats:
     spec = static.tree
     return Stats(jnp.zeros((spec.capacity,), spec.dtype),
-                 hct.Pending(jnp.zeros((spec.height + 1,), jnp.int32), jnp.int32(0)))
+                 hct.Pending(jnp.zeros((spec.path_rows,), jnp.int32), jnp.int32(0)))
 
 
 def _variance(params: VHCTParams, m2, count):
@@ -320,7 +322,7 @@ def _update(static: VHCTStatic, params: VHCTParams, table, stats: Stats, last: t
         def grow(count, _depth, child):
             return (count >= tau) & (child < 0)
 
-    credited = jnp.arange(spec.height + 1) == depth
+    credited = jnp.arange(spec.path_rows) == depth
     table, overflow, regrown = tree.update_path(spec, table, choice.path, choice.length, credited, r,
                                                 _u_fn(params, k, var), grow, last.split_u, active=active,
                                                 pending=tuple(stats.pending) if static.pyxab else None)
@@ -351,5 +353,5 @@ POLICY = tree.TreePolicy(select=_select, update=_update, refresh=_refresh, init=
 
 
 ALGORITHM = tree.algorithm("vhct", VHCTConfig, make_static, make_params, POLICY,
-                           Style("VHCT", "#7b4173", ">"))
+                           Style("VHCT", "#7b4173", ">"), descends=True)
 run_single = ALGORITHM.run_single
