@@ -79,9 +79,10 @@ uniform of that round's draw (the draw that also gives the round's reward noise,
 
 The descent carries a row index, the current row's head and a path buffer (spec.path_rows, which
 grows after a run outgrows it: :class:`PathTables`), never the table (under vmap a while loop whose
-condition differs between runs selects its whole carry every iteration); a path's rows are root-first, so a row's depth is its index.  A round updates the table
-with one scatter of the path's changing columns (and one of the two new rows when it expands), and
-the bottom-up B recomputation along the path is an elementwise chain, not a loop.
+condition differs between runs selects its whole carry every iteration); a path's rows are
+root-first, so a row's depth is its index.  A round updates the table with one scatter of the path's
+changing columns (and one of the two new rows when it expands), and the bottom-up B recomputation
+along the path is an elementwise chain, not a loop.
 
 Precision: boxes are float endpoints (as PyXAB's float64 lists are).  Halving is exact while a side's
 endpoints fit the mantissa: about 24 halvings per dimension on [0, 1] in float32, 53 in float64.
@@ -194,7 +195,7 @@ def make_spec(capacity: int, height: int, objective, split: str, real: str, path
 
 # The height bound of a descent algorithm is its worst case; its paths are far shorter (Garland and
 # Himmelblau, T = 10^4, 100 runs: PCT's bound 33, its deepest tree 16; VPCT 49 and 15; POO 42 and
-# 11), and a round's update costs in proportion to the buffer (PCT, 1,000 runs: 2.55 s with 17
+# 11), and a round's update costs in proportion to the buffer (PCT, 1,000 runs: 2.45 s with 17
 # rows against 3.45 s with 34).  So the buffers start at half the bound, at least START_PATH rows,
 # and a run whose path does not fit is rerun with the whole bound.
 START_PATH = 16

@@ -236,7 +236,7 @@ def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, las
     count = arms.count + new.astype(jnp.int32)
     # Every index moves with the phase (13 times in 10^4 rounds); t is the same in every run of a
     # batch, so this stays a branch under vmap.
-    index = jax.lax.cond(_phase(t) != _phase(t - 1), lambda: _indices(spec, rows, count, phase), lambda: index)
+    index = jax.lax.cond(phase != _phase(t - 1), lambda: _indices(spec, rows, count, phase), lambda: index)
     table = table._replace(size=jnp.where(split, table.size + 2, table.size),
                            height=jnp.where(split, jnp.maximum(table.height, depth + 1), table.height))
     overflow = new & (count > A)      # the new arm had no row
