@@ -162,7 +162,7 @@ STUDIES = {s.name: s for s in [
     Study("bbob", BBOB, ("fedpne", "hct", "bbo"), full=Size((3_000,), 20), quick=Size((300,), 3),
           params={"hct": HCT}, minutes=1.4, share_programs=True),
     Study("xarmed", XARMED_OBJECTIVES, ("fedpne",) + XARMED, full=Size((10_000,), 100), quick=Size((300,), 3),
-          params=XARMED_PARAMS, minutes=25.5, share_programs=True),
+          params=XARMED_PARAMS, minutes=13.8, share_programs=True),
     Study("sensitivity", ("garland",), ("fedpne",), full=Size((10_000,), 100), quick=Size((300,), 4),
           grid={"fedpne": {"c": (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0), "rho": (0.3, 0.4, 0.5, 0.6, 0.7)}},
           minutes=0.2),
