@@ -28,6 +28,11 @@ Optional hooks:
   the outputs named in ``metrics``; :func:`describe` applies it).  ``report=`` is its former name,
   still accepted with a DeprecationWarning: "report" is the benchmark report of ``fedpne report``.
 
+* ``steps(static, params, space) -> Steps``: the same rules as ``run_single``, cut at the
+  evaluation, for :func:`fedpne_jax.stepper` and :class:`fedpne_jax.Optimizer`
+  (:mod:`fedpne_jax.core.stepper`).  Every built-in family provides it; a plugin without it runs
+  under ``fp.run`` only.
+
 ``styles`` gives each result name an algorithm reports under its label, colour and marker.
 """
 from __future__ import annotations
@@ -82,6 +87,12 @@ class Grow(Protocol):
     def __call__(self, tables: Any, failed: Any, allowed: bool, seeds: Any, /) -> Any: ...
 
 
+class MakeSteps(Protocol):
+    """``steps(static, params, space) -> fedpne_jax.core.stepper.Steps``: the rules of ``run_single``
+    cut at the evaluation, for ask/tell (``space``: a fedpne_jax.core.stepper.Space)."""
+    def __call__(self, static: Any, params: Any, space: Any, /) -> Any: ...
+
+
 class Describe(Protocol):
     def __call__(self, config: Any, tables: Any, outputs: Any, /) -> tuple[str, dict, dict]: ...
 
@@ -107,6 +118,7 @@ class Algorithm:
     grow: Optional[Grow] = None
     describe: Optional[Describe] = None
     styles: tuple = ()           # (result name, Style) pairs; the first is the algorithm's own
+    steps: Optional[MakeSteps] = None    # ask/tell (fp.stepper, fp.Optimizer); None: fp.run only
     report: Optional[Describe] = None    # describe's former name (deprecated), moved there on creation
 
     def __post_init__(self):

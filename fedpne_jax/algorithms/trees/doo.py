@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 
@@ -156,6 +156,6 @@ def _update(static: DOOStatic, params: DOOParams, table, extra: Extra, last: tre
 POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.running_best_point, root_expanded=False, init=_init)
 
 
-ALGORITHM = tree.algorithm("doo", DOOConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("doo", DOOConfig, make_static, make_params, POLICY,
                            Style("DOO", "#6b6ecf", "d"))
 run_single = ALGORITHM.run_single

@@ -66,7 +66,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import meta, tree
+from fedpne_jax.algorithms.trees import family, meta, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 from objectives.ordered import no_contraction
@@ -339,6 +339,6 @@ def _recommend(static: GPOStatic, params: GPOParams, table, state: State, last: 
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend)
 
 
-ALGORITHM = tree.algorithm("gpo", GPOConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("gpo", GPOConfig, make_static, make_params, POLICY,
                            Style("GPO", "#637939", "x"), descends=True)
 run_single = ALGORITHM.run_single

@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 
@@ -259,6 +259,6 @@ POLICY = tree.TreePolicy(
     init=lambda static, params, table, key: Pending(jnp.zeros((static.tree.path_rows,), jnp.int32), jnp.int32(0)))
 
 
-ALGORITHM = tree.algorithm("hct", HCTConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("hct", HCTConfig, make_static, make_params, POLICY,
                            Style("HCT", "#1f77b4", "s"), descends=True)
 run_single = ALGORITHM.run_single

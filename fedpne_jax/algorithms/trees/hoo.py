@@ -35,7 +35,7 @@ from typing import NamedTuple, Optional
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int, check_real
 
@@ -117,6 +117,6 @@ def _update(static, params: HOOParams, table, extra, last: tree.Last, t, active)
 POLICY = tree.TreePolicy(select=tree.descent(), update=_update)
 
 
-ALGORITHM = tree.algorithm("hoo", HOOConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("hoo", HOOConfig, make_static, make_params, POLICY,
                            Style("T-HOO", "#17becf", "v"), descends=True)
 run_single = ALGORITHM.run_single

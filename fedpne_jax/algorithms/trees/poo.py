@@ -73,7 +73,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import meta, tree
+from fedpne_jax.algorithms.trees import family, meta, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 from objectives.ordered import no_contraction, prefix_sum
@@ -357,6 +357,6 @@ def root_dims(key, instances: int, dim: int):
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend)
 
 
-ALGORITHM = tree.algorithm("poo", POOConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("poo", POOConfig, make_static, make_params, POLICY,
                            Style("POO", "#ad494a", "8"), descends=True)
 run_single = ALGORITHM.run_single

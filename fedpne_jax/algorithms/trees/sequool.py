@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.core.algorithm import Style
 
 
@@ -229,6 +229,6 @@ def _init(static: SequOOLStatic, params, table, key) -> Extra:
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=tree.running_best_point, root_expanded=True)
 
 
-ALGORITHM = tree.algorithm("sequool", SequOOLConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("sequool", SequOOLConfig, make_static, make_params, POLICY,
                            Style("SequOOL", "#843c39", "1"))
 run_single = ALGORITHM.run_single

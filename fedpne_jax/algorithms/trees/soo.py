@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int
 from objectives.ordered import prefix_sum
@@ -361,6 +361,6 @@ POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.running_
                          refresh=_rebuild, refresh_every=REBUILD)
 
 
-ALGORITHM = tree.algorithm("soo", SOOConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("soo", SOOConfig, make_static, make_params, POLICY,
                            Style("SOO", "#000000", "p"))
 run_single = ALGORITHM.run_single

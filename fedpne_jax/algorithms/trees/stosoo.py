@@ -64,7 +64,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import exact_sqrt
@@ -310,6 +310,6 @@ def _recommend(static: StoSOOStatic, params: StoSOOParams, table: tree.Table, sw
 POLICY = tree.TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False, init=_init)
 
 
-ALGORITHM = tree.algorithm("stosoo", StoSOOConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("stosoo", StoSOOConfig, make_static, make_params, POLICY,
                            Style("StoSOO", "#8c6d31", "H"))
 run_single = ALGORITHM.run_single

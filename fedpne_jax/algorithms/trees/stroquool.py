@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.algorithms.trees.sequool import check_horizon, harmonic
 from fedpne_jax.core.algorithm import Style
 
@@ -384,6 +384,6 @@ def _recommend(static, params, table, state: State, last):
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend, root_expanded=True)
 
 
-ALGORITHM = tree.algorithm("stroquool", StroquOOLConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("stroquool", StroquOOLConfig, make_static, make_params, POLICY,
                            Style("StroquOOL", "#d6616b", "4"))
 run_single = ALGORITHM.run_single

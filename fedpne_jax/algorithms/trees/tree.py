@@ -99,12 +99,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.core import checkpoints, noise
-from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import PRECISIONS, BaselineConfig
-from fedpne_jax.core.counters import threefry_words, unit_floats, unit_floats_52
+from fedpne_jax.core.counters import key_words, unit_floats, unit_floats_52
 from fedpne_jax.core.errors import FLAG_CAPACITY, CapacityError
 from fedpne_jax.core.split import SPLITS, longest_dims
 from fedpne_jax.core.validation import check_choice
+from objectives.ordered import no_contraction
 
 MAX_RANDOM_DIM = 1 << 16
 MAX_HEIGHT = 2048          # deepest tree a B-descent may need (path buffers hold height + 1 rows)
@@ -733,17 +733,29 @@ def record_simple(rounds, book: Pull, t, gap_of_recommendation) -> Pull:
 
 
 def pull(static, params, objective, book: Pull, t, x, u, pulling):
-    """Evaluate the global objective at ``x`` in round ``t``: the regret f* - f(x) is added, the
-    best-so-far regret updated, both recorded at the checkpoints, and the reward (noise.reward of the
-    run's noise model, from the round's uniforms ``u``, as noise.observe draws them) is returned with
-    the gap f* - f(x) and the updated bookkeeping.  Nothing is recorded unless ``pulling`` (round
-    T + 1 only selects)."""
+    """Evaluate the global objective at ``x`` in round ``t``: the reward (noise.reward of the run's
+    noise model, from the round's uniforms ``u``, as noise.observe draws them) is returned with the
+    gap f* - f(x) and the bookkeeping of :func:`book_value`.  Nothing is recorded unless ``pulling``
+    (round T + 1 only selects)."""
     f = objective.global_value(x).astype(x.dtype)
     kind = static.noise_kind
     scale = params.noise_scale
     r = noise.reward(kind, scale, scale ** 2 if kind == "gaussian" else None, f, u[0], u[1])
-    flags = book.flags | jnp.where(pulling, noise.value_flags(kind, f, jnp.bool_(True), f_star=objective.f_star), 0)
-    gap = jnp.asarray(objective.f_star, x.dtype) - f
+    gap, book = book_value(static, book, t, x, f, objective.f_star, pulling)
+    return r, gap, book
+
+
+def book_value(static, book: Pull, t, x, f, f_star, pulling, check_f_star=True):
+    """Round t's value f at ``x`` booked: the regret f* - f added, the best-so-far regret updated,
+    both recorded at the checkpoints, f's flags raised (against f* unless not ``check_f_star``: told
+    noisy means may exceed it).  Returns the gap f* - f and the book."""
+    kind = static.noise_kind
+    # f may end in a product that XLA would contract with the subtraction below into an FMA in one
+    # program (a stepper's tell) and not in another (the round loop): kept apart, both book one number.
+    f = no_contraction(f)
+    flags = book.flags | jnp.where(pulling, noise.value_flags(kind, f, jnp.bool_(True),
+                                                              f_star=f_star if check_f_star else None), 0)
+    gap = jnp.asarray(f_star, x.dtype) - f
     regret = jnp.where(pulling, book.regret + gap, book.regret)
     best = book.best._replace(value=jnp.where(pulling, jnp.minimum(book.best.value, gap), book.best.value))
     recent = jax.lax.dynamic_update_index_in_dim(book.recent, best.value, (t - 1) % book.recent.shape[0], 0)
@@ -753,8 +765,8 @@ def pull(static, params, objective, book: Pull, t, x, u, pulling):
     points = book.points
     if static.trace:
         points = jnp.where(pulling, jax.lax.dynamic_update_slice(points, x[None], (t - 1, jnp.zeros_like(t))), points)
-    return r, gap, book._replace(regret=regret, curve=curve, cursor=cursor, flags=flags, points=points, best=best,
-                                 recent=recent, best_curve=best_curve)
+    return gap, book._replace(regret=regret, curve=curve, cursor=cursor, flags=flags, points=points, best=best,
+                              recent=recent, best_curve=best_curve)
 
 
 def settle(book: Pull, lo, hi, start) -> Pull:
@@ -880,10 +892,22 @@ def _chunk_uniforms(key, c, chunk: int, dtype):
     counter pairs (c, j), j < 3 chunk (one hash call per chunk; a fold_in per chunk would be a second
     one, and each costs about half a second of compile time), converted as jax.random.uniform does
     (23 random mantissa bits in float32, 52 in float64)."""
-    n = 3 * chunk
-    words = threefry_words(key, c, n)
-    u = unit_floats_52(words[:n], words[n:]) if jnp.dtype(dtype) == jnp.float64 else unit_floats(words[:n])
-    return u.reshape(chunk, 3)
+    return _uniforms(key, c, jnp.arange(3 * chunk, dtype=jnp.uint32), dtype).reshape(chunk, 3)
+
+
+def round_uniforms(key, t, chunk: int, dtype):
+    """(3,) the uniforms of round t alone, equal to its row of :func:`_chunk_uniforms` (the hash is
+    counter-based, so one round's three pairs are hashed without the rest of its chunk): a stepper
+    draws a round at a time."""
+    c, i = (t - 1) // chunk, (t - 1) % chunk
+    return _uniforms(key, c, (3 * i + jnp.arange(3, dtype=jnp.int32)).astype(jnp.uint32), dtype)
+
+
+def _uniforms(key, c, j, dtype):
+    words = jax.extend.random.threefry_2x32(key_words(key), jnp.concatenate(
+        [jnp.full(j.shape, c, jnp.uint32), j]))
+    n = j.shape[0]
+    return unit_floats_52(words[:n], words[n:]) if jnp.dtype(dtype) == jnp.float64 else unit_floats(words[:n])
 
 
 def run_rounds(horizon: int, chunk: int, key, dtype, update, select, state, refresh=None, every: int = 0,
@@ -956,81 +980,91 @@ def run_split_dims(key, horizon: int, chunk: int, dim: int, real: str = "float32
         return np.asarray(dims)
 
 
-def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outputs:
-    """One run of ``policy``: rounds 1..T, each one evaluation of the global objective (a tree
-    algorithm's ``run_single`` is this with its policy)."""
+def start(static: TreeStatic, params, lo, hi, key, policy: TreePolicy, scale) -> State:
+    """A run's state before round 1: the table over the box [lo, hi] (one per instance), the policy's
+    ``extra``, an empty book whose targets are scaled by ``scale``."""
     spec = static.tree
     if static.instances == 1:
         keys = key
-        table = init(spec, objective.lo, objective.hi, key, policy.root_expanded)
+        table = init(spec, lo, hi, key, policy.root_expanded)
     else:
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(static.instances))
-        table = jax.vmap(lambda k: init(spec, objective.lo, objective.hi, k, policy.root_expanded))(keys)
+        table = jax.vmap(lambda k: init(spec, lo, hi, k, policy.root_expanded))(keys)
     extra = policy.init(static, params, table, keys)
     # The first loop body updates nothing (active=False) but needs a choice of the right shape.
     shape = jax.eval_shape(lambda p, tb, ex: policy.select(static, p, tb, ex, jnp.int32(1))[0], params, table, extra)
     zero = lambda s: jnp.zeros(s.shape, s.dtype)
     last = Last(jax.tree.map(zero, shape), jnp.zeros((), spec.dtype), jnp.zeros((), spec.dtype),
                 jnp.zeros((spec.dim,), spec.dtype))
-    scale = checkpoints.target_scale(objective, spec.dtype)
     book = start_pulls(len(static.checkpoint_rounds), spec.dim, static.horizon if static.trace else 0, spec.dtype,
                        scale, static.chunk)
+    return State(table, extra, book, last, jnp.bool_(False))
 
-    def update(t, s: State, active) -> State:
-        table, extra, overflow = policy.update(static, params, s.table, s.extra, s.last, t, active)
-        return s._replace(table=table, extra=extra, overflow=s.overflow | overflow)
 
-    def select(t, u, s: State, pulling) -> State:
-        choice, x = policy.select(static, params, s.table, s.extra, t)
-        r, gap, book = pull(static, params, objective, s.book, t, x, u, pulling)
-        last = Last(choice, r, u[2], x)
+def apply_update(static, params, policy: TreePolicy, t, s: State, active) -> State:
+    """Round t's update: its reward (in ``s.last``) credited and the expansion rule applied."""
+    table, extra, overflow = policy.update(static, params, s.table, s.extra, s.last, t, active)
+    return s._replace(table=table, extra=extra, overflow=s.overflow | overflow)
 
-        def simple(hit):
-            if policy.recommend is next_selection:
-                return gap
-            point = lambda: policy.recommend(static, params, s.table, s.extra, last)
-            f_star = jnp.asarray(objective.f_star, gap.dtype)
-            return jax.lax.cond(hit, lambda: f_star - objective.global_value(point()).astype(gap.dtype),
-                                lambda: jnp.zeros((), gap.dtype))
-        return s._replace(book=record_simple(static.checkpoint_rounds, book, t, simple), last=last)
 
-    hook = policy.refresh
+def apply_refresh(static, params, policy: TreePolicy, k, s: State) -> State:
+    assert policy.refresh is not None
+    table, extra = policy.refresh(static, params, k, s.table, s.extra)
+    return s._replace(table=table, extra=extra)
 
-    def refresh_all(k, s: State) -> State:
-        assert hook is not None
-        table, extra = hook(static, params, k, s.table, s.extra)
-        return s._replace(table=table, extra=extra)
 
-    state = run_rounds(static.horizon, static.chunk, key, spec.dtype, update, select,
-                       State(table, extra, book, last, jnp.bool_(False)),
-                       refresh=None if hook is None else refresh_all, every=policy.refresh_every,
-                       settle=lambda s, lo, hi, start: s._replace(book=settle(s.book, lo, hi, start)))
+def record_recommendation(static, params, policy: TreePolicy, s: State, last: Last, t, gap, f_star, value_at) -> Pull:
+    """``s.book`` with the simple regret of the recommendation after round t - 1 written at its
+    checkpoint (round t's selection is ``last``; ``gap`` its f* - f; ``value_at(x)`` the global
+    value a recommendation other than the selection is booked at)."""
+    def simple(hit):
+        if policy.recommend is next_selection:
+            return gap
+        point = lambda: policy.recommend(static, params, s.table, s.extra, last)
+        star = jnp.asarray(f_star, gap.dtype)
+        return jax.lax.cond(hit, lambda: star - value_at(point()).astype(gap.dtype),
+                            lambda: jnp.zeros((), gap.dtype))
+    return record_simple(static.checkpoint_rounds, s.book, t, simple)
+
+
+def finish(static, params, policy: TreePolicy, state: State, scale) -> Outputs:
+    """A run's Outputs from its state after round T + 1's selection (in ``state.last``)."""
     flags = state.book.flags | jnp.where(state.overflow, FLAG_CAPACITY, 0).astype(jnp.int32)
     size, height = state.table.size, state.table.height
     if static.instances > 1:
         size, height = jnp.sum(size), jnp.max(height)
     rounds, book = static.checkpoint_rounds, state.book
     return Outputs(curve=checkpoints.filled(rounds, book.curve), final_regret=book.regret,
-                  flags=flags, recommendation=policy.recommend(static, params, state.table, state.extra, state.last),
-                  nodes=size, depth=height, best_curve=checkpoints.filled(rounds, book.best_curve), hits=book.best.hits,
-                  target_scale=scale, simple_curve=checkpoints.filled(rounds, book.simple_curve), points=book.points)
+                   flags=flags, recommendation=policy.recommend(static, params, state.table, state.extra, state.last),
+                   nodes=size, depth=height, best_curve=checkpoints.filled(rounds, book.best_curve), hits=book.best.hits,
+                   target_scale=scale, simple_curve=checkpoints.filled(rounds, book.simple_curve), points=book.points)
 
 
-def algorithm(name: str, config_type, make_static: Callable, make_params: Callable, policy: TreePolicy,
-              style: Style, descends: bool = False) -> Algorithm:
-    """The registry entry of a tree algorithm: its ``run_single`` is :func:`run` with ``policy``, its
-    metrics :data:`METRICS`, and its one check that the objective suits the config's split.
-    ``descends``: its rounds descend and update paths (:func:`descend`, :func:`update_path`), whose
-    buffers start at :func:`start_path` rows and grow (:class:`PathTables`; its ``make_static``
-    passes ``path_of(tables, height)``)."""
-    def run_single(static, params, objective, key):
-        return run(static, params, objective, key, policy)
+def run(static: TreeStatic, params, objective, key, policy: TreePolicy) -> Outputs:
+    """One run of ``policy``: rounds 1..T, each one evaluation of the global objective (a tree
+    algorithm's ``run_single`` is this with its policy)."""
+    spec = static.tree
+    scale = checkpoints.target_scale(objective, spec.dtype)
+    state = start(static, params, objective.lo, objective.hi, key, policy, scale)
+    value_at = objective.global_value
 
-    return Algorithm(name=name, config_type=config_type, make_static=make_static, make_params=make_params,
-                     run_single=run_single, metrics=METRICS,
-                     check=lambda config, objective: check_objective(config.split, objective),
-                     styles=((name, style),), tables=path_tables if descends else None,
-                     grow=grow_path if descends else None)
+    def update(t, s: State, active) -> State:
+        return apply_update(static, params, policy, t, s, active)
+
+    def select(t, u, s: State, pulling) -> State:
+        choice, x = policy.select(static, params, s.table, s.extra, t)
+        r, gap, book = pull(static, params, objective, s.book, t, x, u, pulling)
+        last = Last(choice, r, u[2], x)
+        book = record_recommendation(static, params, policy, s._replace(book=book), last, t, gap, objective.f_star,
+                                     value_at)
+        return s._replace(book=book, last=last)
+
+    hook = policy.refresh
+    state = run_rounds(static.horizon, static.chunk, key, spec.dtype, update, select, state,
+                       refresh=None if hook is None else lambda k, s: apply_refresh(static, params, policy, k, s),
+                       every=policy.refresh_every,
+                       settle=lambda s, lo, hi, start: s._replace(book=settle(s.book, lo, hi, start)))
+    return finish(static, params, policy, state, scale)
 
 
 def parallel(policy: TreePolicy, schedule: Callable) -> TreePolicy:

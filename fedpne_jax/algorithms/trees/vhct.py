@@ -90,7 +90,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import hct, tree
+from fedpne_jax.algorithms.trees import family, hct, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_real
 from objectives.ordered import exact_sqrt, no_contraction
@@ -352,6 +352,6 @@ def _refresh(static: VHCTStatic, params: VHCTParams, k, table, stats: Stats):
 POLICY = tree.TreePolicy(select=_select, update=_update, refresh=_refresh, init=_init)
 
 
-ALGORITHM = tree.algorithm("vhct", VHCTConfig, make_static, make_params, POLICY,
+ALGORITHM = family.algorithm("vhct", VHCTConfig, make_static, make_params, POLICY,
                            Style("VHCT", "#7b4173", ">"), descends=True)
 run_single = ALGORITHM.run_single

@@ -49,7 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.counters import threefry_words, unit_floats, unit_floats_52
 from fedpne_jax.core.validation import check_int, check_real
@@ -336,5 +336,5 @@ def _recommend(static: VROOMStatic, params, table, cells: Cells, last):
 
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend, root_expanded=False)
 
-ALGORITHM = tree.algorithm("vroom", VROOMConfig, make_static, make_params, POLICY, Style("VROOM", "#e6550d", "|"))
+ALGORITHM = family.algorithm("vroom", VROOMConfig, make_static, make_params, POLICY, Style("VROOM", "#e6550d", "|"))
 run_single = ALGORITHM.run_single

@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.algorithms.trees import family, tree
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.errors import CapacityError
 from fedpne_jax.core.validation import check_real
@@ -246,6 +246,6 @@ def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, las
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, root_expanded=True)
 
 
-ALGORITHM = dataclasses.replace(tree.algorithm("zooming", ZoomingConfig, make_static, make_params, POLICY,
+ALGORITHM = dataclasses.replace(family.algorithm("zooming", ZoomingConfig, make_static, make_params, POLICY,
                                                Style("Zooming", "#6baed6", "2")), tables=initial_tables, grow=grow)
 run_single = ALGORITHM.run_single

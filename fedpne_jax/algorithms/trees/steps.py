@@ -1,0 +1,111 @@
+"""Ask/tell for every tree algorithm: :func:`tree.run`'s round cut at the evaluation.
+
+A step is a round: ``ask`` is the policy's selection of round t = step + 1 (one point, M = B = 1),
+``tell`` books the told reward, refreshes where the round loop refreshes (between round t's
+selection and its update, at t = 2^k or k * ``refresh_every``), and applies the update.  The
+selection, update, refresh, expansion, recommendation and bookkeeping are tree.py's own functions,
+and round t's split uniform is its row of the run's chunked draw (:func:`tree.round_uniforms`), so a
+run told the objective's noise-free values is ``fp.run``'s run of the same key, bit for bit.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fedpne_jax.algorithms.trees import tree
+from fedpne_jax.core.stepper import Space, Steps
+
+
+class Run(NamedTuple):
+    state: tree.State      # the round loop's state; ``last`` holds the asked round's selection
+    key: jax.Array         # the run's key (round uniforms)
+    scale: jax.Array       # the best-so-far targets' scale
+    space: Any             # the space's Objective as data (None for a box), as fp.run passes it
+
+
+def _refresh_index(policy: tree.TreePolicy, t):
+    """(due, k): whether the round loop refreshes after round t's selection, and the refresh's k."""
+    if policy.refresh_every:
+        return t % policy.refresh_every == 0, t // policy.refresh_every
+    return (t & (t - 1)) == 0, 31 - jax.lax.clz(t)
+
+
+def steps(static: tree.TreeStatic, params, space: Space, policy: tree.TreePolicy) -> Steps:
+    spec = static.tree
+    dtype = spec.dtype
+    f_star = space.f_star_as(dtype)
+
+    def value_at(run, x):
+        if run.space is None:
+            return jnp.asarray(jnp.nan, dtype)
+        return run.space.global_value(x)
+
+    def selection(t, s: tree.State, key) -> tree.Last:
+        choice, x = policy.select(static, params, s.table, s.extra, t)
+        return tree.Last(choice, jnp.zeros((), dtype), tree.round_uniforms(key, t, static.chunk, dtype)[2], x)
+
+    def init(key):
+        scale = space.target_scale(dtype)
+        lo, hi = jnp.asarray(space.lo, dtype), jnp.asarray(space.hi, dtype)
+        return Run(tree.start(static, params, lo, hi, key, policy, scale), key, scale, space.objective)
+
+    def ask(step, run: Run):
+        last = selection(step + 1, run.state, run.key)
+        return last.point[None, None], jnp.ones((1, 1), jnp.int32), run._replace(state=run.state._replace(last=last))
+
+    def tell(step, run: Run, points, counts, values, valid):
+        t = step + 1
+        s = run.state
+        x, told = s.last.point, values[0, 0]
+        pulling = valid & (t <= static.horizon)
+        f = told if run.space is None else value_at(run, x).astype(dtype)
+        gap, book = tree.book_value(static, s.book, t, x, f, f_star, pulling,
+                                    check_f_star=space.objective is not None)
+        last = s.last._replace(reward=told)
+        book = tree.record_recommendation(static, params, policy, s._replace(book=book), last, t, gap, f_star,
+                                          lambda x: value_at(run, x))
+        i = (t - 1) % static.chunk
+        book = tree.settle(book, i, i, t - i)
+        # A stale tell writes nothing: the book is kept whole, the update is gated by ``active``.
+        s = s._replace(book=jax.tree.map(lambda new, old: jnp.where(pulling, new, old), book, s.book), last=last)
+        if policy.refresh is not None:
+            due, k = _refresh_index(policy, t)
+            s = jax.lax.cond(due & pulling, lambda v: tree.apply_refresh(static, params, policy, k, v),
+                             lambda v: v, s)
+        s = tree.apply_update(static, params, policy, t, s, pulling)
+        return run._replace(state=s)
+
+    def after(step, run: Run) -> tree.State:
+        """The state after the next round's selection (round T + 1's once done), with the simple
+        regret that selection writes, as the round loop ends."""
+        t = step + 1
+        s = run.state
+        last = selection(t, s, run.key)
+        gap = f_star - value_at(run, last.point).astype(dtype)
+        book = tree.record_recommendation(static, params, policy, s, last, t, gap, f_star, lambda x: value_at(run, x))
+        return s._replace(book=book, last=last)
+
+    def recommend(step, run: Run):
+        s = after(step, run)
+        return policy.recommend(static, params, s.table, s.extra, s.last)
+
+    def done(step, run: Run):
+        return step >= static.horizon
+
+    def outputs(step, run: Run):
+        return tree.finish(static, params, policy, after(step, run), run.scale)
+
+    def failed(run: Run):
+        return run.state.overflow
+
+    return Steps(init, ask, tell, recommend, done, outputs, failed, (1, 1))
+
+
+def hook(policy: tree.TreePolicy):
+    """The ``steps`` hook of a tree algorithm with ``policy``."""
+    def make(static, params, space):
+        return steps(static, params, space, policy)
+    return make
+
