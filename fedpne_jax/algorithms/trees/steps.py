@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from fedpne_jax.algorithms.trees import tree
 from fedpne_jax.core.stepper import Space, Steps
+from objectives.ordered import no_contraction
 
 
 class Run(NamedTuple):
@@ -83,7 +84,7 @@ def steps(static: tree.TreeStatic, params, space: Space, policy: tree.TreePolicy
         t = step + 1
         s = run.state
         last = selection(t, s, run.key)
-        gap = f_star - value_at(run, last.point).astype(dtype)
+        gap = f_star - no_contraction(value_at(run, last.point).astype(dtype))
         book = tree.record_recommendation(static, params, policy, s, last, t, gap, f_star, lambda x: value_at(run, x))
         return s._replace(book=book, last=last)
 

@@ -1022,7 +1022,7 @@ def record_recommendation(static, params, policy: TreePolicy, s: State, last: La
             return gap
         point = lambda: policy.recommend(static, params, s.table, s.extra, last)
         star = jnp.asarray(f_star, gap.dtype)
-        return jax.lax.cond(hit, lambda: star - value_at(point()).astype(gap.dtype),
+        return jax.lax.cond(hit, lambda: star - no_contraction(value_at(point()).astype(gap.dtype)),
                             lambda: jnp.zeros((), gap.dtype))
     return record_simple(static.checkpoint_rounds, s.book, t, simple)
 
