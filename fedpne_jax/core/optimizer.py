@@ -1,0 +1,347 @@
+"""``fp.Optimizer``: ask/tell from a plain Python loop, for one run or S lock-stepped runs, with save and load.
+
+    opt = fp.Optimizer(config, space, seeds=None)      # seeds=S: S independent runs side by side
+    while not opt.done:
+        q = opt.ask()                  # q.points (M, B, D), q.counts (M, B) (a leading S axis with seeds)
+        opt.tell(q, values)            # values: the means of the asked pulls, NaN in empty slots
+    opt.recommendation; opt.result(); opt.save("run.fpne"); fp.Optimizer.load("run.fpne")
+
+It holds a :class:`fedpne_jax.core.stepper.Stepper`'s state on the device and calls its functions,
+compiled once, over the seeds (stepper.batch: the step counter shared).  Seed i runs with the key
+``fp.run`` gives seed index i, so a noise-free run told the objective's values is ``fp.run``'s.
+Every bad call is refused on the host, before the state changes.  The told values are kept (S x
+steps x M x B numbers): a table sized on the host that overflows is grown through the algorithm's
+``grow`` hook and the run replayed on it, in one compiled scan; results do not depend on the sizes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import uuid
+import zipfile
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import objectives
+from fedpne_jax.core import registry
+from fedpne_jax.core import stepper as stepper_lib
+from fedpne_jax.core.algorithm import describe
+from fedpne_jax.core.errors import CapacityError
+from fedpne_jax.core.files import write_atomic
+from fedpne_jax.core.result import RunResult
+from fedpne_jax.core.version import __version__
+
+FORMAT = "fedpne-asktell"
+FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Ask:
+    """One step's query: ``points`` (M, B, D) and ``counts`` (M, B) int (0: an empty slot), with a
+    leading seed axis when the optimizer runs several seeds.  ``step`` and the optimizer's ``run_id``
+    let ``tell`` refuse a query told twice, out of order or to another optimizer."""
+    points: np.ndarray
+    counts: np.ndarray
+    step: int
+    run_id: str
+
+
+class Optimizer:
+    def __init__(self, config, space, seeds: Optional[int] = None, base_seed: int = 0, f_star=None):
+        if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1):
+            raise ValueError(f"seeds must be None (one run) or a count >= 1, got {seeds!r}")
+        if isinstance(base_seed, bool) or not isinstance(base_seed, (int, np.integer)) or not 0 <= base_seed < 2**32:
+            raise ValueError(f"base_seed must be an integer in [0, 2^32), got {base_seed!r}")
+        self._config, self._space_arg, self._f_star = config, space, f_star
+        self.seeds, self.base_seed = seeds, int(base_seed)
+        self._stepper = stepper_lib.stepper(config, space, f_star)
+        self.run_id = uuid.uuid4().hex
+        self._values: list = []       # told values, one (S, M, B) array a step
+        self._compile()
+        self._state = self._fresh()
+        self._asked: Optional[Ask] = None
+
+    # ------------------------------------------------------------ the compiled functions
+
+    def _compile(self):
+        s = self._stepper
+        init, ask, tell, recommend, done, outputs, failed = stepper_lib.batch(s)
+        self._init, self._ask, self._tell = jax.jit(init), jax.jit(ask), jax.jit(tell, donate_argnums=0)
+        self._recommend, self._done, self._outputs, self._failed = (jax.jit(recommend), jax.jit(done),
+                                                                     jax.jit(outputs), jax.jit(failed))
+
+        def replay(state, values):
+            def body(st, v):
+                q, st = ask(st)
+                return tell(st, q, v), None
+            return jax.lax.scan(body, state, values)[0]
+
+        self._replay = jax.jit(replay)
+
+    def _keys(self):
+        ids = np.arange(self.runs)
+        return jax.vmap(lambda i: jax.random.fold_in(jax.random.key(self.base_seed), i))(jnp.asarray(ids))
+
+    def _fresh(self):
+        with self._stepper.x64():
+            return self._init(self._keys())
+
+    @property
+    def runs(self) -> int:
+        return 1 if self.seeds is None else int(self.seeds)
+
+    @property
+    def stepper(self) -> stepper_lib.Stepper:
+        return self._stepper
+
+    @property
+    def step(self) -> int:
+        """Steps told so far."""
+        return int(self._state.step)
+
+    @property
+    def done(self) -> bool:
+        """Every run is done (with seeds, a finished run's queries are empty until all are)."""
+        with self._stepper.x64():
+            return bool(np.all(np.asarray(self._done(self._state))))
+
+    @property
+    def recommendation(self) -> np.ndarray:
+        """(D,), or (S, D) with seeds: the algorithm's recommendation now."""
+        with self._stepper.x64():
+            x = np.asarray(self._recommend(self._state))
+        return x[0] if self.seeds is None else x
+
+    # ------------------------------------------------------------ ask and tell
+
+    def ask(self) -> Ask:
+        if self.done:
+            raise ValueError("ask: the run is done (Optimizer.done is True); read result() or recommendation")
+        if self._asked is not None:
+            return self._asked        # asking again before telling gives the same query
+        with self._stepper.x64():
+            query, state = self._ask(self._state)
+        self._state = state
+        points, counts = np.asarray(query.points), np.asarray(query.counts)
+        if self.seeds is None:
+            points, counts = points[0], counts[0]
+        self._asked = Ask(points, counts, self.step, self.run_id)
+        self._query = query
+        return self._asked
+
+    def tell(self, query: Ask, values) -> None:
+        if not isinstance(query, Ask):
+            raise TypeError(f"query must be the Ask that ask() returned, got {type(query).__name__}")
+        if query.run_id != self.run_id:
+            raise ValueError("query: it was asked by another optimizer")
+        if self._asked is None or query.step != self._asked.step:
+            told = query.step < self.step
+            raise ValueError(f"query: step {query.step} was {'already told' if told else 'not asked'}; "
+                             f"the pending step is {self.step if self._asked is not None else 'none (call ask)'}")
+        if query is not self._asked:
+            raise ValueError("query: not the pending query object (was it copied or rebuilt?)")
+        values = self._check_values(query.counts, values)
+        batched = values if self.seeds is not None else values[None]
+        with self._stepper.x64():
+            state = self._tell(self._state, self._query, jnp.asarray(batched, self._query.points.dtype))
+            self._values.append(batched.astype(np.float64))
+            self._state = state
+            self._asked, self._query = None, None
+            if bool(np.any(np.asarray(self._failed(self._state)))):
+                self._grow_and_replay()
+
+    def _check_values(self, counts: np.ndarray, values) -> np.ndarray:
+        try:
+            values = np.array(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"values must be an array of numbers of shape {counts.shape}, got "
+                            f"{type(values).__name__}") from None
+        if values.shape != counts.shape:
+            raise ValueError(f"values must have the query's shape {counts.shape} (counts), got {values.shape}")
+        used = counts > 0
+        bad = used & ~np.isfinite(values)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"values: {int(bad.sum())} asked slot(s) hold NaN or inf, e.g. at {where}: "
+                             f"{values[where]!r}")
+        extra = ~used & ~np.isnan(values)
+        if extra.any():
+            where = tuple(int(i) for i in np.argwhere(extra)[0])
+            raise ValueError(f"values: slot {where} has count 0 (nothing was asked there) but holds "
+                             f"{values[where]!r}; leave empty slots NaN")
+        return values
+
+    def _grow_and_replay(self):
+        """Grow the overflowing tables and replay every told step on them (same numbers)."""
+        while True:
+            try:
+                self._stepper = self._stepper.grown()
+            except CapacityError as err:
+                raise CapacityError(f"ask/tell: a table outgrew its largest size at step {self.step}: {err}") from None
+            self._compile()
+            with self._stepper.x64():
+                state = self._replay(self._fresh(), jnp.asarray(np.stack(self._values),
+                                                                self._stepper.real))
+                if not bool(np.any(np.asarray(self._failed(state)))):
+                    self._state = state
+                    return
+
+    # ------------------------------------------------------------ results
+
+    def outputs(self):
+        """The algorithm's Outputs of every run (numpy, a leading seed axis), as fp.run computes them."""
+        with self._stepper.x64():
+            return jax.tree.map(np.asarray, self._outputs(self._state))
+
+    def result(self) -> RunResult:
+        """A RunResult like fp.run's (regret where f* is known: a registered objective or ``f_star``;
+        for a box without it the curves are NaN and the metrics hold the recommendations)."""
+        s = self._stepper
+        out = self.outputs()
+        name, resolved, metrics = describe(s.algorithm, s.config, s.tables, out)
+        return RunResult.build(name, resolved, s.host, np.arange(self.runs), self.base_seed,
+                               s.config.checkpoint_rounds, out.curve, out.final_regret, metrics, 0.0, 0.0,
+                               partial=not self.done)
+
+    # ------------------------------------------------------------ save and load
+
+    def _header(self) -> dict:
+        s = self._stepper
+        space = s.space
+        fields = {f.name: _to_json(getattr(self._config, f.name)) for f in dataclasses.fields(self._config) if f.init}
+        return {"format": FORMAT, "version": FORMAT_VERSION, "package": __version__, "algorithm": s.algorithm.name,
+                "config": fields, "seeds": self.seeds, "base_seed": self.base_seed, "step": self.step,
+                "run_id": self.run_id,
+                "space": {"lo": list(space.lo), "hi": list(space.hi), "f_star": space.f_star,
+                          "clients": space.num_clients,
+                          "objective": None if space.objective is None else space.objective.name},
+                "f_star": self._f_star}
+
+    def save(self, path) -> None:
+        """Write the run to ``path`` atomically (a pending ask is not saved: it is asked again)."""
+        path = os.fspath(path)
+        leaves = [np.asarray(jax.random.key_data(x) if _is_key(x) else x) for x in jax.tree.leaves(self._state)]
+        arrays = {f"leaf{i}": a for i, a in enumerate(leaves)}
+        arrays["told"] = (np.stack(self._values) if self._values
+                          else np.zeros((0, self.runs) + self._stepper.slots, np.float64))
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        payload = buffer.getvalue()
+        header = json.dumps(self._header(), sort_keys=True).encode()
+        digest = hashlib.sha256(header + payload).hexdigest()
+
+        def write(file):
+            with zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("header.json", header)
+                z.writestr("state.npz", payload)
+                z.writestr("sha256", digest)
+        write_atomic(path, write)
+
+    @classmethod
+    def load(cls, path, space=None) -> Optimizer:
+        """The run saved at ``path``, ready to continue bit for bit.  ``space``: the Objective it ran on,
+        when it was not a box (default: the registered objective of that name, verified against the
+        file).  A damaged, foreign or mismatched file is refused by name (ValueError)."""
+        path = os.fspath(path)
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = set(z.namelist())
+                if not {"header.json", "state.npz", "sha256"} <= names:
+                    raise ValueError(f"{path}: not a saved ask/tell run (members {sorted(names)})")
+                header_bytes, payload, digest = z.read("header.json"), z.read("state.npz"), z.read("sha256")
+        except (zipfile.BadZipFile, EOFError) as err:
+            raise ValueError(f"{path}: not a saved ask/tell run, or damaged ({err})") from None
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such file") from None
+        if hashlib.sha256(header_bytes + payload).hexdigest() != digest.decode(errors="replace"):
+            raise ValueError(f"{path}: checksum mismatch: the file is damaged")
+        header = json.loads(header_bytes)
+        if header.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a saved ask/tell run (format {header.get('format')!r})")
+        if header.get("version") != FORMAT_VERSION:
+            raise ValueError(f"{path}: format version {header.get('version')} is not {FORMAT_VERSION}, "
+                             f"which this fedpne-jax {__version__} reads")
+        name = header["algorithm"]
+        if name not in registry.names():
+            raise ValueError(f"{path}: algorithm {name!r} is not registered here")
+        try:
+            config = registry.config_type(name)(**{k: _from_json(v) for k, v in header["config"].items()})
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{path}: its {name} configuration is refused here: {err}") from None
+        saved = header["space"]
+        space = _space_for(path, saved, space, config)
+        opt = cls(config, space, seeds=header["seeds"], base_seed=header["base_seed"], f_star=header["f_star"])
+        with np.load(io.BytesIO(payload)) as data:
+            leaves = [data[f"leaf{i}"] for i in range(len(data.files) - 1)]
+            told = data["told"]
+        fresh = jax.tree.leaves(opt._state)
+        treedef = jax.tree.structure(opt._state)
+        fresh = [jax.random.key_data(b) if _is_key(b) else b for b in fresh]
+        if len(leaves) != len(fresh) or any(a.shape != np.shape(b) or a.dtype != np.asarray(b).dtype
+                                             for a, b in zip(leaves, fresh)):
+            # The tables were grown before saving: replay the told values, which grows them again.
+            opt._values = list(told)
+            opt._grow_and_replay()
+        else:
+            with opt._stepper.x64():
+                opt._state = jax.tree.unflatten(treedef, [
+                    jax.random.wrap_key_data(jnp.asarray(a)) if _is_key(b) else jnp.asarray(a)
+                    for a, b in zip(leaves, jax.tree.leaves(opt._state))])
+            opt._values = list(told)
+        opt.run_id = header["run_id"]
+        if opt.step != header["step"]:
+            raise ValueError(f"{path}: the state is at step {opt.step}, the header says {header['step']}")
+        return opt
+
+
+def _space_for(path: str, saved: dict, space, config):
+    if saved["objective"] is None:
+        if space is not None:
+            raise ValueError(f"space: {path} ran on a box, which it holds; pass no space")
+        return (saved["lo"], saved["hi"])
+    if space is None:
+        try:
+            space = objectives.make_objective(saved["objective"], num_clients=saved["clients"])
+        except (ValueError, TypeError, KeyError):
+            raise ValueError(f"space: {path} ran on objective {saved['objective']!r}, which is not a registered "
+                             f"objective here; pass it as space=") from None
+    if not isinstance(space, objectives.Objective):
+        raise TypeError(f"space must be the objectives.Objective {path} ran on, got {type(space).__name__}")
+    mine = {"lo": list(map(float, space.lo)), "hi": list(map(float, space.hi)), "clients": space.num_clients,
+            "objective": space.name}
+    theirs = {k: saved[k] for k in mine}
+    if mine != theirs:
+        raise ValueError(f"space: {path} ran on {theirs}, not on {mine}")
+    return space
+
+
+def _is_key(x) -> bool:
+    return jnp.issubdtype(jnp.result_type(x), jax.dtypes.prng_key)
+
+
+def _to_json(value: Any):
+    """A configuration field as JSON that _from_json turns back into the same value (tuples kept)."""
+    if isinstance(value, (bool, str)) or value is None:
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, (tuple, list)):
+        items = [_to_json(v) for v in value]
+        return {"__tuple__": items} if isinstance(value, tuple) else items
+    raise TypeError(f"cannot save a configuration field of type {type(value).__name__}")
+
+
+def _from_json(value):
+    if isinstance(value, dict) and set(value) == {"__tuple__"}:
+        return tuple(_from_json(v) for v in value["__tuple__"])
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
