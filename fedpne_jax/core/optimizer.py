@@ -71,18 +71,14 @@ class Optimizer:
 
     def _compile(self):
         s = self._stepper
-        init, ask, tell, recommend, done, outputs, failed = stepper_lib.batch(s)
-        self._init, self._ask, self._tell = jax.jit(init), jax.jit(ask), jax.jit(tell, donate_argnums=0)
-        self._recommend, self._done, self._outputs, self._failed = (jax.jit(recommend), jax.jit(done),
-                                                                     jax.jit(outputs), jax.jit(failed))
-
-        def replay(state, values):
-            def body(st, v):
-                q, st = ask(st)
-                return tell(st, q, v), None
-            return jax.lax.scan(body, state, values)[0]
-
-        self._replay = jax.jit(replay)
+        key = _program_key(s, self._space_arg)
+        if key not in _PROGRAMS:
+            while len(_PROGRAMS) >= _KEEP:
+                _PROGRAMS.pop(next(iter(_PROGRAMS)))
+            _PROGRAMS[key] = (s, _programs(s))
+        # An optimizer of the same configuration, space and tables reuses the compiled programs.
+        self._stepper, (self._init, self._ask, self._tell, self._recommend, self._done, self._outputs,
+                        self._failed, self._replay) = _PROGRAMS[key][0], _PROGRAMS[key][1]
 
     def _keys(self):
         ids = np.arange(self.runs)
@@ -179,18 +175,24 @@ class Optimizer:
 
     def _grow_and_replay(self):
         """Grow the overflowing tables and replay every told step on them (same numbers)."""
-        while True:
-            try:
-                self._stepper = self._stepper.grown()
-            except CapacityError as err:
-                raise CapacityError(f"ask/tell: a table outgrew its largest size at step {self.step}: {err}") from None
-            self._compile()
-            with self._stepper.x64():
-                state = self._replay(self._fresh(), jnp.asarray(np.stack(self._values),
-                                                                self._stepper.real))
-                if not bool(np.any(np.asarray(self._failed(state)))):
-                    self._state = state
-                    return
+        try:
+            self._stepper = self._stepper.grown()
+        except CapacityError as err:
+            raise CapacityError(f"ask/tell: a table outgrew its largest size at step {self.step}: {err}") from None
+        self._compile()
+        self._replay_all()
+
+    def _replay_all(self):
+        """The state after every told step, from a fresh one (growing tables as needed)."""
+        with self._stepper.x64():
+            state = self._fresh()
+            if self._values:
+                state = self._replay(state, jnp.asarray(np.stack(self._values), self._stepper.real))
+            failed = bool(np.any(np.asarray(self._failed(state))))
+        if failed:
+            self._grow_and_replay()
+        else:
+            self._state = state
 
     # ------------------------------------------------------------ results
 
@@ -280,24 +282,46 @@ class Optimizer:
         with np.load(io.BytesIO(payload)) as data:
             leaves = [data[f"leaf{i}"] for i in range(len(data.files) - 1)]
             told = data["told"]
-        fresh = jax.tree.leaves(opt._state)
-        treedef = jax.tree.structure(opt._state)
-        fresh = [jax.random.key_data(b) if _is_key(b) else b for b in fresh]
-        if len(leaves) != len(fresh) or any(a.shape != np.shape(b) or a.dtype != np.asarray(b).dtype
-                                             for a, b in zip(leaves, fresh)):
-            # The tables were grown before saving: replay the told values, which grows them again.
-            opt._values = list(told)
-            opt._grow_and_replay()
-        else:
-            with opt._stepper.x64():
-                opt._state = jax.tree.unflatten(treedef, [
-                    jax.random.wrap_key_data(jnp.asarray(a)) if _is_key(b) else jnp.asarray(a)
-                    for a, b in zip(leaves, jax.tree.leaves(opt._state))])
-            opt._values = list(told)
+        # The told values are replayed (growing any table that overflows, as the saved run did) and the
+        # state they give must be the saved one, bit for bit: a file whose state does not follow from its
+        # values, or a space or configuration other than the run's, is refused.
+        opt._values = list(told)
+        opt._replay_all()
+        mine = [np.asarray(jax.random.key_data(b) if _is_key(b) else b) for b in jax.tree.leaves(opt._state)]
+        if len(mine) != len(leaves) or any(a.shape != b.shape or a.dtype != b.dtype or
+                                           not np.array_equal(a, b, equal_nan=True) for a, b in zip(leaves, mine)):
+            raise ValueError(f"{path}: its state is not what its told values give on this configuration and space "
+                             f"(was it saved from another space? pass the Objective it ran on as space=)")
         opt.run_id = header["run_id"]
         if opt.step != header["step"]:
             raise ValueError(f"{path}: the state is at step {opt.step}, the header says {header['step']}")
         return opt
+
+
+_PROGRAMS: dict = {}
+_KEEP = 16
+
+
+def _program_key(s: stepper_lib.Stepper, space_arg) -> tuple:
+    # An Objective is keyed by identity (its data are arrays); the entry's stepper holds it, so the id
+    # stays its own.  A registered objective's name builds equal objectives.
+    objective = id(space_arg) if isinstance(space_arg, objectives.Objective) else (
+        space_arg if isinstance(space_arg, str) else None)
+    return (type(s.config), s.config, repr(s.tables), s.space.lo, s.space.hi, s.space.f_star, s.space.num_clients,
+            objective)
+
+
+def _programs(s: stepper_lib.Stepper) -> tuple:
+    init, ask, tell, recommend, done, outputs, failed = stepper_lib.batch(s)
+
+    def replay(state, values):
+        def body(st, v):
+            q, st = ask(st)
+            return tell(st, q, v), None
+        return jax.lax.scan(body, state, values)[0]
+
+    return (jax.jit(init), jax.jit(ask), jax.jit(tell, donate_argnums=0), jax.jit(recommend), jax.jit(done),
+            jax.jit(outputs), jax.jit(failed), jax.jit(replay))
 
 
 def _space_for(path: str, saved: dict, space, config):
