@@ -1,7 +1,7 @@
 """Benchmarks of fedpne-jax: the Fed-PNE engine against the NumPy reference and a per-pull NumPy
 simulation, then the sections of the other scripts here (scale-out, baselines, objectives).
 
-    python scripts/bench.py [--quick] [--sections engine,perpull,scale,trees,federated,gp,objectives] [--out bench.json]
+    python scripts/bench.py [--quick] [--sections engine,asktell,perpull,scale,trees,federated,gp,objectives] [--out bench.json]
 
 Prints a table and writes JSON.  All numbers of one invocation come from the same machine in the same
 run, so the ratios (engine runs/s over reference runs/s) are the figures to quote; absolute times
@@ -77,7 +77,7 @@ def engine_row_subprocess(M: int, T: int, seeds: int, repeats: int) -> dict:
 
 # Further sections, one module each beside this script: rows(quick) -> list of dicts, and optionally
 # table(rows) -> str (otherwise every row's keys are printed as columns).
-SECTIONS = {"perpull": "bench_perpull", "python": "bench_python_objectives", "scale": "bench_scale", "trees": "bench_trees", "federated": "bench_federated", "gp": "bench_gp",
+SECTIONS = {"asktell": "bench_asktell", "perpull": "bench_perpull", "python": "bench_python_objectives", "scale": "bench_scale", "trees": "bench_trees", "federated": "bench_federated", "gp": "bench_gp",
             "objectives": "bench_objectives"}
 
 

@@ -65,6 +65,7 @@ class Optimizer:
         self._values: list = []       # told values, one (S, M, B) array a step
         self._compile()
         self._state = self._fresh()
+        self._finished: Optional[bool] = None      # done, as the last tell found it (None: not known)
         self._asked: Optional[Ask] = None
 
     # ------------------------------------------------------------ the compiled functions
@@ -104,8 +105,10 @@ class Optimizer:
     @property
     def done(self) -> bool:
         """Every run is done (with seeds, a finished run's queries are empty until all are)."""
-        with self._stepper.x64():
-            return bool(np.all(np.asarray(self._done(self._state))))
+        if self._finished is None:
+            with self._stepper.x64():
+                self._finished = bool(np.all(np.asarray(self._done(self._state))))
+        return self._finished
 
     @property
     def recommendation(self) -> np.ndarray:
@@ -145,11 +148,16 @@ class Optimizer:
         values = self._check_values(query.counts, values)
         batched = values if self.seeds is not None else values[None]
         with self._stepper.x64():
-            state = self._tell(self._state, self._query, jnp.asarray(batched, self._query.points.dtype))
+            # One program a step: the tell, whether a table overflowed and whether every run is done.
+            state, failed, finished = self._tell(self._state, self._query, jnp.asarray(batched,
+                                                                                       self._query.points.dtype))
             self._values.append(batched.astype(np.float64))
             self._state = state
             self._asked, self._query = None, None
-            if bool(np.any(np.asarray(self._failed(self._state)))):
+            failed, self._finished = jax.device_get((failed, finished))
+            self._finished = bool(self._finished)
+            if failed:
+                self._finished = None
                 self._grow_and_replay()
 
     def _check_values(self, counts: np.ndarray, values) -> np.ndarray:
@@ -193,6 +201,7 @@ class Optimizer:
             self._grow_and_replay()
         else:
             self._state = state
+            self._finished = None
 
     # ------------------------------------------------------------ results
 
@@ -219,14 +228,15 @@ class Optimizer:
         fields = {f.name: _to_json(getattr(self._config, f.name)) for f in dataclasses.fields(self._config) if f.init}
         return {"format": FORMAT, "version": FORMAT_VERSION, "package": __version__, "algorithm": s.algorithm.name,
                 "config": fields, "seeds": self.seeds, "base_seed": self.base_seed, "step": self.step,
-                "run_id": self.run_id,
+                "run_id": self.run_id, "pending": self._asked is not None,
                 "space": {"lo": list(space.lo), "hi": list(space.hi), "f_star": space.f_star,
                           "clients": space.num_clients,
                           "objective": None if space.objective is None else space.objective.name},
                 "f_star": self._f_star}
 
     def save(self, path) -> None:
-        """Write the run to ``path`` atomically (a pending ask is not saved: it is asked again)."""
+        """Write the run to ``path`` atomically.  A pending ask is not kept as a query: the loaded run
+        asks it again (the same query)."""
         path = os.fspath(path)
         leaves = [np.asarray(jax.random.key_data(x) if _is_key(x) else x) for x in jax.tree.leaves(self._state)]
         arrays = {f"leaf{i}": a for i, a in enumerate(leaves)}
@@ -287,7 +297,11 @@ class Optimizer:
         # values, or a space or configuration other than the run's, is refused.
         opt._values = list(told)
         opt._replay_all()
-        mine = [np.asarray(jax.random.key_data(b) if _is_key(b) else b) for b in jax.tree.leaves(opt._state)]
+        compared = opt._state
+        if header.get("pending"):       # saved between an ask and its tell: the ask is made again
+            with opt._stepper.x64():
+                compared = opt._ask(jax.tree.map(jnp.copy, opt._state))[1]
+        mine = [np.asarray(jax.random.key_data(b) if _is_key(b) else b) for b in jax.tree.leaves(compared)]
         if len(mine) != len(leaves) or any(a.shape != b.shape or a.dtype != b.dtype or
                                            not np.array_equal(a, b, equal_nan=True) for a, b in zip(leaves, mine)):
             raise ValueError(f"{path}: its state is not what its told values give on this configuration and space "
@@ -320,8 +334,13 @@ def _programs(s: stepper_lib.Stepper) -> tuple:
             return tell(st, q, v), None
         return jax.lax.scan(body, state, values)[0]
 
-    return (jax.jit(init), jax.jit(ask), jax.jit(tell, donate_argnums=0), jax.jit(recommend), jax.jit(done),
-            jax.jit(outputs), jax.jit(failed), jax.jit(replay))
+    def tell_step(state, query, values):
+        state = tell(state, query, values)
+        return state, jnp.any(failed(state)), jnp.all(done(state))
+
+    # ask and tell replace the state they are given, so its buffers are donated (reused in place).
+    return (jax.jit(init), jax.jit(ask, donate_argnums=0), jax.jit(tell_step, donate_argnums=0), jax.jit(recommend),
+            jax.jit(done), jax.jit(outputs), jax.jit(failed), jax.jit(replay))
 
 
 def _space_for(path: str, saved: dict, space, config):
