@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import signal
@@ -43,6 +44,7 @@ DEFAULT_CHECKPOINTS = 100
 # stderr says which and where); 130 interrupted by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+REPEAT_SECONDS = 1.0      # a second SIGINT sooner than this after the first repeats it (see run_interruptibly)
 INTERRUPTED = {
     "run": "interrupted; no result was written",
     "sweep": "interrupted; finished chunks are kept, rerun the same command to resume",
@@ -420,19 +422,51 @@ def cmd_run(args) -> int:
                                    grow=not args.no_grow, memory_gb=args.memory_gb, stop=stop, progress=progress))
     if jax.process_index() != 0:      # multi-host: every process holds the whole result; one reports it
         return 0
-    if interrupted:
-        return keep_interrupted(result, args.output)
-    # With --output - the JSON goes to standard output alone, so the summary goes to stderr.
-    report = sys.stderr if args.output == "-" else sys.stdout
-    print(result.summary(), file=report)
-    if args.output is not None:
-        try:
-            result.write_json(args.output)
-        except OSError as err:
-            return keep_result(result, args.output, err)
-        if args.output != "-":
-            print(f"  wrote {args.output}")
+    # From here on the result exists: a Ctrl-C waits until it is written (a KeyboardInterrupt while the
+    # summary prints or the JSON is written would lose it).
+    with deferred_interrupts() as deferred:
+        if interrupted:
+            return keep_interrupted(result, args.output)
+        # With --output - the JSON goes to standard output alone, so the summary goes to stderr.
+        report = sys.stderr if args.output == "-" else sys.stdout
+        print(result.summary(), file=report)
+        if args.output is not None:
+            try:
+                result.write_json(args.output)
+            except OSError as err:
+                return keep_result(result, args.output, err)
+            if args.output != "-":
+                print(f"  wrote {args.output}")
+    if deferred.count:
+        print(f"fedpne: interrupted after the result was {'written' if args.output else 'printed'}",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
+
+
+class _Deferred:
+    count = 0
+
+
+@contextlib.contextmanager
+def deferred_interrupts():
+    """SIGINT counted, not raised, inside the block (the result being written); the caller reads
+    ``count`` after it.  Outside the main thread no handler can be set and nothing changes."""
+    deferred = _Deferred()
+
+    def on_interrupt(signum, frame):
+        deferred.count += 1
+        print("fedpne: interrupted; the result is being written first", file=sys.stderr, flush=True)
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+    except ValueError:
+        previous = None
+    try:
+        yield deferred
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def run_interruptibly(compute) -> tuple[bool, object]:
@@ -456,12 +490,19 @@ def run_interruptibly(compute) -> tuple[bool, object]:
         finally:
             finished.set()
 
+    first: list = []
+
     def on_interrupt(signum, frame):
         if stopping.is_set():
+            # One keypress or `timeout -s INT` can arrive as two signals: a second within
+            # REPEAT_SECONDS of the first is the same request, not a request to exit now.
+            if time.monotonic() - first[0] < REPEAT_SECONDS:
+                return
             print(f"fedpne: {INTERRUPTED['run']}; exiting now", file=sys.stderr, flush=True)
             os._exit(EXIT_INTERRUPTED)
             return
         stopping.set()
+        first.append(time.monotonic())
         elapsed = time.monotonic() - started
         if calls:
             done, total, seconds = calls[-1]

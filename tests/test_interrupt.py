@@ -47,11 +47,46 @@ def test_second_ctrl_c_exits_at_once(capsys, monkeypatch):
         release.set()
 
     monkeypatch.setattr(cli.os, "_exit", exit_now)
-    _interrupt_after(0.3, 0.3)
+    _interrupt_after(0.3, 1.5 * cli.REPEAT_SECONDS)
     start = time.monotonic()
     cli.run_interruptibly(lambda stop, progress: release.wait(30))
     assert codes == [130] and time.monotonic() - start < 10
     assert "interrupted; no result was written; exiting now" in capsys.readouterr().err
+
+
+def test_a_doubled_signal_is_one_request(capsys, monkeypatch):
+    """`timeout -s INT` and some terminals deliver one Ctrl-C as two SIGINTs: the second, this soon
+    after the first, must not discard the runs that finished."""
+    codes = []
+    monkeypatch.setattr(cli.os, "_exit", codes.append)
+
+    def compute(stop, progress):
+        while not stop():
+            time.sleep(0.01)
+        time.sleep(0.5)                         # the call in flight ends after both signals
+        return "finished runs"
+
+    _interrupt_after(0.3, 0.05)
+    assert cli.run_interruptibly(compute) == (True, "finished runs")
+    assert codes == [] and "exiting now" not in capsys.readouterr().err
+
+
+def test_ctrl_c_while_the_result_is_written_keeps_it(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run.json"
+    write = fp.RunResult.write_json
+
+    def interrupted_write(self, path):
+        signal.raise_signal(signal.SIGINT)      # arrives while the JSON is being written
+        signal.raise_signal(signal.SIGINT)
+        return write(self, path)
+
+    monkeypatch.setattr(fp.RunResult, "write_json", interrupted_write)
+    code = cli.main(["run", "--algorithm", "hct", "--horizon", "40", "--checkpoints", "4", "--seeds", "3",
+                     "--output", str(out)])
+    assert code == 130
+    data = json.loads(out.read_text())
+    assert data["seeds"] == [0, 1, 2] and data["partial"] is False
+    assert "the result is being written first" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
