@@ -76,6 +76,12 @@ def test_product_order_and_labels():
         grid.points(c=0.1)
 
 
+def test_product_refuses_an_unknown_parameter_by_name():
+    with pytest.raises(ValueError, match=r"HCTConfig has no parameter 'cc'; its parameters are horizon, noise, "
+                                         r"checkpoints, .*, c, delta"):
+        fp.grid_product(fp.make_config("hct"), c=[0.1], cc=[1, 2])
+
+
 def test_horizons_share_one_program_and_equal_separate_runs():
     """The horizon and the checkpoints' rounds are data: a study over horizons (with one checkpoint
     count) is one program, and each of its runs equals the run of its horizon alone, whose tables

@@ -13,6 +13,7 @@ Result i equals ``fp.run(configs[i], objective, seeds)`` number for number (fedp
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Sequence
 
@@ -21,7 +22,14 @@ import numpy as np
 
 def product(base, **values) -> list:
     """Configurations ``base.replace(**point)`` for every point of the Cartesian product of ``values``
-    (keyword order; the last keyword varies fastest)."""
+    (keyword order; the last keyword varies fastest).  A name that is not a field of ``base`` is
+    refused by name, with the fields there are (ValueError), before any configuration is built."""
+    if dataclasses.is_dataclass(base):
+        fields = [f.name for f in dataclasses.fields(base) if f.init]
+        unknown = [name for name in values if name not in fields]
+        if unknown:
+            raise ValueError(f"{type(base).__name__} has no parameter {unknown[0]!r}; its parameters are "
+                             f"{', '.join(fields)}")
     return [base.replace(**point) for point in points(**values)]
 
 
