@@ -12,7 +12,9 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax import cli
+from fedpne_jax.core.errors import MissingExtra
 from fedpne_jax.experiments import analysis
+from fedpne_jax.experiments import report as report_lib
 
 T = 200
 
@@ -77,7 +79,7 @@ def test_report_tables_equal_the_runs(inputs, tmp_path):
     written = fp.report([str(folder / "hct.json"), str(folder / "doo.json"), str(sweep)], str(out),
                         budgets=[100, T])
     assert set(written) == {"fixed_budget.csv", "fixed_target.csv", "ecdf.csv", "ranks.csv", "win_rates.csv",
-                            "ecdf.png", "curves.png", "REPORT.md"}
+                            "ecdf.png", "curves.png", "win_rates.png", "REPORT.md"}
     target = [r for r in _rows(out / "fixed_target.csv") if r["entry"] == "HCT"]
     hits = runs["hct"].hits
     assert len(target) == 51
@@ -102,6 +104,32 @@ def test_report_tables_equal_the_runs(inputs, tmp_path):
     from PIL import Image
     with Image.open(written["ecdf.png"]) as image:
         assert image.info["dpi"][0] == pytest.approx(300, abs=1) and image.size[0] == 2100
+
+
+def test_ecdf_axis_is_the_unit_interval_and_win_rates_a_heat_map(inputs):
+    folder, runs, _ = inputs
+    entries = analysis.load([str(folder / "hct.json"), str(folder / "doo.json")])
+    figure, _ = report_lib.ecdf_figure(entries)
+    assert all(panel["ylim"] == (0.0, 1.0) for panel in figure["panels"])
+    labels, wins = analysis.win_rates(entries)
+    heat = report_lib.win_rate_figure(labels, wins)["panels"][0]
+    assert heat["kind"] == "heatmap" and heat["xticklabels"] == list(labels)
+    np.testing.assert_array_equal([s["mean"] for s in heat["series"]], wins)
+
+
+def test_report_without_matplotlib_writes_everything_else(inputs, tmp_path, monkeypatch):
+    folder, _, _ = inputs
+
+    def no_matplotlib(*args, **kwargs):
+        raise MissingExtra('plots need matplotlib: pip install "fedpne-jax[plot]" (or pip install matplotlib)')
+
+    monkeypatch.setattr(report_lib, "draw", no_matplotlib)
+    out = tmp_path / "report"
+    written = fp.report([str(folder / "hct.json"), str(folder / "doo.json")], str(out))
+    assert not any(name.endswith(".png") for name in written) and not list(out.glob("*.png"))
+    text = (out / "REPORT.md").read_text()
+    assert 'No figures: plots need matplotlib: pip install "fedpne-jax[plot]"' in text
+    assert "## Win rates" in text
 
 
 def test_command_line_report_and_its_errors(inputs, tmp_path, capsys):

@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from fedpne_jax.core.errors import MissingExtra
 from fedpne_jax.core.files import write_atomic
 from fedpne_jax.experiments import analysis
 from fedpne_jax.paper.figures import FULL_WIDTH
@@ -101,8 +102,22 @@ def curves_figure(entries) -> dict:
 
 
 def _panel(title, ylabel, series, ecdf=False) -> dict:
-    return {"kind": "curves", "band": "band", "title": title, "xlabel": "rounds", "ylabel": ylabel,
-            "xscale": "log" if ecdf else "linear", "yscale": "linear", "series": series}
+    panel = {"kind": "curves", "band": "band", "title": title, "xlabel": "rounds", "ylabel": ylabel,
+             "xscale": "log" if ecdf else "linear", "yscale": "linear", "series": series}
+    if ecdf:
+        panel["ylim"] = (0.0, 1.0)       # a fraction: auto-scaling would make a flat 0.3 look like 1
+    return panel
+
+
+def win_rate_figure(labels, wins) -> dict:
+    """The win-rate matrix as a heat map (row beats column), the table of REPORT.md drawn."""
+    series = [{"label": a, "x": list(range(len(labels))), "mean": [float(v) for v in wins[i]]}
+              for i, a in enumerate(labels)]
+    panel = {"kind": "heatmap", "title": "win rate: row beats column", "xlabel": "column", "ylabel": "row",
+             "series": series, "xticklabels": list(labels), "xrotation": 45, "cmap": "RdBu",
+             "mark_best": False, "colorbar": "win rate", "origin": "upper", "range": (0.0, 1.0), "diverging": True}
+    return {"title": "", "panels": [panel], "columns": 1, "width": FULL_WIDTH,
+            "row_height": max(2.4, 0.35 * len(labels) + 1.2)}
 
 
 def _figure(title, panels) -> dict:
@@ -152,17 +167,25 @@ def report(paths, out: str, budgets=None, plots: bool = True) -> dict:
                                                   for k, r in ranks["mean"].items()])
     put("win_rates.csv", [dict({"entry": a}, **{b: float(wins[i, j]) for j, b in enumerate(labels)})
                           for i, a in enumerate(labels)])
+    missing = None
     if plots:
-        for name, figure in (("ecdf.png", ecdf), ("curves.png", curves_figure(entries))):
-            written[name] = os.path.join(out, name)
-            draw(figure, written[name])
+        figures = (("ecdf.png", ecdf), ("curves.png", curves_figure(entries)),
+                   ("win_rates.png", win_rate_figure(labels, wins)))
+        try:
+            for name, figure in figures:
+                draw(figure, os.path.join(out, name))
+                written[name] = os.path.join(out, name)
+        except MissingExtra as err:
+            # The tables are the report; the figures are drawn from their CSVs once matplotlib is there.
+            missing = str(err)
     written["REPORT.md"] = os.path.join(out, "REPORT.md")
     _write_text(written["REPORT.md"], _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins,
-                                                 written, paths))
+                                                 written, paths, missing))
     return written
 
 
-def _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins, written, paths) -> str:
+def _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins, written, paths,
+               missing=None) -> str:
     parts = ["# Benchmark report", "",
              "Inputs: " + ", ".join(f"`{p}`" for p in paths) + ".", "",
              f"{len(entries)} configurations on {len({e.problem for e in entries})} problem(s), "
@@ -177,6 +200,8 @@ def _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins
     parts += [f"- [{name}]({name})" for name in written if name != "REPORT.md"]
     if "ecdf.png" in written:
         parts += ["", "![runtime ECDF](ecdf.png)", "", "![cumulative regret](curves.png)"]
+    if missing:
+        parts += ["", f"No figures: {missing}; then run the same `fedpne report` command again."]
     parts += ["", "## Fixed budget: median simple, best-so-far and cumulative regret", ""]
     rows = [[r["problem"], r["entry"], r["checkpoint_round"], _g(r["simple_q50"]), _g(r["best_so_far_q50"]),
              _g(r["cumulative_q50"]), r["runs"]] for r in fixed_budget]
@@ -200,4 +225,6 @@ def _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins
     parts += ["", "## Win rates (row beats column: smaller final best-so-far regret, ties one half)", ""]
     parts.append(_markdown([""] + labels, [[a] + [_g(wins[i, j]) for j in range(len(labels))]
                                            for i, a in enumerate(labels)]))
+    if "win_rates.png" in written:
+        parts += ["", "![win rates](win_rates.png)"]
     return "\n".join(parts) + "\n"

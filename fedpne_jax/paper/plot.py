@@ -238,14 +238,20 @@ def _heatmap(ax, panel, style):
     rows = panel["series"]                                  # one series per y value, x along each
     x = rows[0]["x"]
     grid = np.array([r["mean"] for r in rows], float)
-    image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis_r")
-    ax.set_xticks(range(len(x)), [f"{v:g}" for v in x])
+    image = ax.imshow(grid, origin=panel.get("origin", "lower"), aspect="auto", cmap=panel.get("cmap", "viridis_r"),
+                      **({"vmin": panel["range"][0], "vmax": panel["range"][1]} if panel.get("range") else {}))
+    ax.set_xticks(range(len(x)), panel.get("xticklabels") or [f"{v:g}" for v in x],
+                  rotation=panel.get("xrotation", 0))
     ax.set_yticks(range(len(rows)), [r["label"] for r in rows])
-    best = np.unravel_index(np.nanargmin(grid), grid.shape)
+    best = np.unravel_index(np.nanargmin(grid), grid.shape) if panel.get("mark_best", True) else None
     lo, hi = np.nanmin(grid), np.nanmax(grid)
     for (i, j), value in np.ndenumerate(grid):
-        # viridis_r is light at low values: dark text there, light text on the dark cells.
-        light = (value - lo) <= 0.5 * (hi - lo)
+        # viridis_r is light at low values, a diverging map in the middle: dark text there, light text
+        # on the dark cells.
+        if panel.get("diverging"):
+            light = abs(value - 0.5 * (lo + hi)) <= 0.3 * (hi - lo)
+        else:
+            light = (value - lo) <= 0.5 * (hi - lo)
         ax.text(j, i, f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}", ha="center", va="center",
                 fontsize=FONT["cell"], color="red" if (i, j) == best else ("black" if light else "white"),
                 fontweight="bold" if (i, j) == best else None)
@@ -338,6 +344,8 @@ def render(figure: dict, columns: int | None = None):
             if panel.get("xticks"):
                 ax.set_xticks(panel["xticks"], [f"{v:g}" for v in panel["xticks"]])
             ax.set_yscale(panel.get("yscale", "linear"))
+            if panel.get("ylim"):
+                ax.set_ylim(*panel["ylim"])
             ax.grid(alpha=0.3, lw=0.5, which="both" if panel.get("xscale") == "log" else "major")
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
