@@ -314,3 +314,24 @@ def test_a_bad_input_file_is_named_in_the_error(content, message, tmp_path, caps
     err = capsys.readouterr().err
     assert repr(str(bad)) in err and message in err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_sweeps_configurations_get_shades_and_labels_of_what_differs_for_them(tmp_path, rendered, monkeypatch):
+    """Nine Fed-PNE configurations of a sweep (c x rho) beside two HCT ones (nu): each Fed-PNE series
+    a distinct shade of Fed-PNE's colour, labelled by c and rho only (HCT's nu is not theirs)."""
+    from types import SimpleNamespace
+    configs = [{"algorithm": "fedpne", "c": c, "rho": rho} for c in (0.1, 0.2, 0.3) for rho in (0.5, 0.6, 0.7)]
+    configs += [{"algorithm": "hct", "nu": nu} for nu in (1.0, 2.0)]
+    fake = SimpleNamespace(configs=configs, algorithms=[c["algorithm"] for c in configs],
+                           done=[np.ones(3, bool)] * len(configs), checkpoints=[ROUNDS] * len(configs),
+                           curves=[np.outer(np.arange(1, 4), ROUNDS) * (i + 1) for i in range(len(configs))])
+    monkeypatch.setattr(plot, "load_sweep", lambda path, allow_partial: fake)
+    styles = line_styles(rendered(plot.results_figure([str(tmp_path)])))
+    fed = {label: colour for label, (colour, _) in styles.items() if label.startswith("Fed-PNE")}
+    assert len(fed) == 9 and len(set(fed.values())) == 9
+    assert all("nu=" not in label and "c=" in label and "rho=" in label for label in fed)
+    assert all("nu=" in label and "rho=" not in label for label in styles if label.startswith("HCT"))
+    from matplotlib.colors import rgb_to_hsv, to_rgb
+    hue = rgb_to_hsv(to_rgb(registry_colour("fedpne")))[0]
+    gap = lambda a, b: min(abs(a - b), 1 - abs(a - b))          # hue is an angle: red is near 0 and 1
+    assert all(gap(rgb_to_hsv(to_rgb(c))[0], hue) < 0.03 for c in fed.values())

@@ -95,11 +95,20 @@ def _registry_colours() -> set:
 
 def styles(panels) -> dict:
     """{id(series): (colour, line style, marker)} for every series of ``panels``, consistent across the
-    figure: one colour per algorithm; a label keeps its style in every panel."""
+    figure: one colour per algorithm; a label keeps its style in every panel.  A panel with ``shades``
+    (``fedpne plot``'s) gives an algorithm's configurations shades of its colour as well."""
     taken = _registry_colours()
     free = [c for c in PALETTE if _hex(c) not in taken]
     colours, variants, out = {}, {}, {}
     unknown = 0
+    # How many configurations each algorithm shows in one panel: their colours are shades of its own.
+    count = {}
+    for panel in panels:
+        per: dict = {}
+        for s in panel["series"]:
+            per.setdefault(algorithm_of(s) or s["label"], set()).add(s["label"])
+        for name, labels in per.items():
+            count[name] = max(count.get(name, 0), len(labels))
     for panel in panels:
         series = panel["series"]
         objectives = list(dict.fromkeys(_objective_of(s) for s in series))
@@ -127,8 +136,23 @@ def styles(panels) -> dict:
                     labels.append(s["label"])
                 k = labels.index(s["label"])
                 style, marker = LINESTYLES[k % len(LINESTYLES)], markers[k % len(markers)]
+                if panel.get("shades"):
+                    out[id(s)] = (shade(colours[name], k, count[name]), style, marker)
+                    continue
             out[id(s)] = (colours[name], style, marker)
     return out
+
+
+def shade(colour: str, k: int, n: int) -> str:
+    """The k-th of n shades of ``colour``, from darker to lighter (the colour itself when n = 1): nine
+    configurations of one algorithm would otherwise share one colour, told apart by line style alone."""
+    if n <= 1:
+        return colour
+    from matplotlib.colors import to_hex, to_rgb
+    rgb = np.asarray(to_rgb(colour))
+    t = -0.45 + 0.9 * k / (n - 1)                # < 0 towards black, > 0 towards white
+    mixed = rgb * (1 + t) if t < 0 else rgb + (1 - rgb) * t
+    return to_hex(np.clip(mixed, 0, 1))
 
 
 def _markers(first: str) -> list:
@@ -504,14 +528,20 @@ def _run_series(path: str) -> list[dict]:
 def _sweep_series(path: str) -> list[dict]:
     res = load_sweep(path, allow_partial=True)
     out = []
-    varied = [k for k in sorted({k for c in res.configs for k in c})
-              if k != "algorithm" and len({repr(c.get(k)) for c in res.configs}) > 1]
+    # A series is labelled by the parameters that differ between the configurations of its own
+    # algorithm (and the objective's, which differ between all): not by what varies for another.
+    by_algorithm: dict = {}
+    for i, labels in enumerate(res.configs):
+        by_algorithm.setdefault(res.algorithms[i] or labels["algorithm"], []).append(labels)
+    varied = {name: [k for k in sorted({k for c in configs for k in c})
+                     if k != "algorithm" and len({repr(c.get(k)) for c in configs}) > 1]
+              for name, configs in by_algorithm.items()}
     for i, labels in enumerate(res.configs):
         done = res.done[i]
         if not done.any():
             continue
         algorithm = res.algorithms[i] or labels["algorithm"]
-        extra = ", ".join(f"{k}={labels[k]}" for k in varied if labels.get(k) is not None)
+        extra = ", ".join(f"{k}={labels[k]}" for k in varied[algorithm] if labels.get(k) is not None)
         out.append(_series(algorithm, registry.label(algorithm) + (f" ({extra})" if extra else ""),
                            res.checkpoints[i], res.curves[i][done], dict(labels, algorithm=algorithm), path))
     return out
@@ -541,7 +571,7 @@ def results_figure(paths, title: str | None = None, band: str = "std", xscale: s
         raise ValueError("nothing to plot: the results hold no finished runs")
     panel = {"kind": "curves", "band": band, "title": "", "xlabel": "round t",
              "ylabel": "cumulative regret (per client for federated algorithms)", "xscale": xscale, "yscale": yscale,
-             "series": series}
+             "series": series, "shades": True}
     figure = {"title": title or "Cumulative regret (mean ± 1 " + ("std" if band == "std" else "s.e.") + ")",
               "panels": [panel], "columns": 1, "width": PLOT_SIZE[0], "height": PLOT_SIZE[1],
               "row_height": PLOT_SIZE[1] - 0.3}
