@@ -70,6 +70,8 @@ class Steps(NamedTuple):
     outputs: Callable      # (step, run) -> the algorithm's Outputs, as run_single returns them
     failed: Callable       # (run) -> bool: a table sized on the host overflowed (see Stepper.grown)
     slots: tuple           # (M, B) static
+    privatize: Optional[Callable] = None   # (values, counts, key) -> values: the privacy noise a client
+                                           # adds to its means before telling them (DP-Fed-PNE); None: none
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +244,8 @@ class Stepper:
     def evaluate(self, query: Query, key=None):
         """Values of ``query`` from the space's Objective, as the simulator's clients see it: client
         m's local objective at its points (the global one for a centralised algorithm), and, when
-        ``key`` is given, the mean of ``counts`` pulls under the configuration's noise.  NaN in empty
+        ``key`` is given, the mean of ``counts`` pulls under the configuration's noise, then the
+        clients' privacy noise where the algorithm has one (``Steps.privatize``).  NaN in empty
         slots."""
         objective = self.space.objective
         if objective is None:
@@ -256,7 +259,12 @@ class Stepper:
                 f = jax.vmap(objective.global_value)(points.reshape(-1, d)).reshape(m, b)
             f = f.astype(points.dtype)
             if key is not None:
+                privatize = self.steps.privatize
+                if privatize is not None:
+                    key, private = jax.random.split(key)
                 f = mean_of_pulls(self.config.noise_kind, getattr(self.config, "noise_scale", 0.0), f, counts, key)
+                if privatize is not None:
+                    f = privatize(f, counts, private)
             return jnp.where(counts > 0, f, jnp.nan)
 
 

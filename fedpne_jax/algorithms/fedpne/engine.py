@@ -50,13 +50,19 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         s = phase_lib.write_span(static, s)
         s = phase_lib.expand_until_ready(static, params, s)
         after = phase_lib.run_phase(static, params, objective, sample_key, s)
-        return jax.tree.map(lambda a, b: jnp.where(s.flags == 0, a, b), after, s)
+        return jax.tree.map(lambda a, b: jnp.where(phase_lib.runs(params, s), a, b), after, s)
 
-    state = jax.lax.while_loop(lambda s: (s.t < params.horizon) & (s.flags == 0), body, state)
+    state = jax.lax.while_loop(lambda s: phase_lib.runs(params, s), body, state)
+    return finish(static, state, scale)
+
+
+def finish(static: Static, state: phase_lib.RunState, scale) -> Outputs:
+    """A run's outputs once its last phase is done (its checkpoints written); ``scale``: the
+    best-so-far targets' scale."""
     state = phase_lib.write_span(static, state)
     return Outputs(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
-                     state.recommendation, state.max_active, state.flags, state.evaluations, state.best_curve,
-                     state.best.hits, scale, state.simple_curve)
+                   state.recommendation, state.max_active, state.flags, state.evaluations, state.best_curve,
+                   state.best.hits, scale, state.simple_curve)
 
 
 def run_keys(key):

@@ -38,10 +38,16 @@ from fedpne_jax.core.blocks import kind
 BLOCK = 4
 
 
+def iterative(objective) -> bool:
+    """Whether ``objective`` is evaluated by an iterative program (core.blocks.kind).  A box given to
+    ask/tell (core.stepper.BoxObjective) has no functions: its clients evaluate, the run never does."""
+    return getattr(objective, "global_fn", None) is not None and kind(objective) == "iterative"
+
+
 def block_rows(objective, capacity: int) -> int:
     """Rows per trip of ``objective``'s evaluations in a table of ``capacity`` rows; 0: every row in
     one call (closed-form or host-evaluated objectives)."""
-    return min(BLOCK, capacity) if kind(objective) == "iterative" else 0
+    return min(BLOCK, capacity) if iterative(objective) else 0
 
 
 def counts(evaluated, num_clients: int, capacity: int) -> dict:

@@ -112,6 +112,12 @@ def _empty_span(static: Static) -> Span:
                 simple_after=jnp.zeros((), dt))
 
 
+def runs(params: Params, state: RunState):
+    """Whether the run goes on from ``state``: rounds are left and no flag stopped it (a phase whose
+    expansion flagged is not run)."""
+    return (state.t < params.horizon) & (state.flags == 0)
+
+
 def expand_until_ready(static: Static, params: Params, state: RunState) -> RunState:
     """Form K for the next phase: the children of the last phase's survivors (server line 16), then
     all children of all nodes while |K| tau_h <= M or tau_h <= 1 (server lines 5-7).
@@ -123,7 +129,8 @@ def expand_until_ready(static: Static, params: Params, state: RunState) -> RunSt
     def needs_expansion(s: RunState):
         tau = params.tau[s.depth]
         small = (tau <= 1) | (s.table.count <= M // tau)
-        return (s.pending | small) & (s.flags == 0)
+        # A run that is over expands no more (a stepper asked after done comes here).
+        return (s.pending | small) & runs(params, s)
 
     def expand_once(s: RunState):
         active = jnp.arange(static.capacity) < s.table.count
@@ -152,15 +159,28 @@ def row_quotient(offset, n):
     return jnp.where(below > a, q - 1, jnp.where(a - below >= m, q + 1, q))
 
 
-def run_phase(static: Static, params: Params, objective, sample_key, state: RunState) -> RunState:
-    """Pull, upload, aggregate and eliminate: one phase (after expand_until_ready)."""
+class Schedule(NamedTuple):
+    """A phase as the server broadcasts it (Algorithm 2, lines 8-9): row j of the table is pulled
+    ``pulls[j]`` times by every client, in rounds t + j n + 1 .. t + (j + 1) n, cut at T."""
+    active: jax.Array          # (cap,) bool: rows of K
+    n: jax.Array               # () pulls of a node per client, n_h
+    pulls: jax.Array           # (cap,) int32 pulls of each row, cut at T (0 past |K|)
+    complete: jax.Array        # () bool: the phase ends by T (its estimates are uploaded)
+    t_end: jax.Array           # () its last round
+    inside: jax.Array          # (C,) the checkpoints it holds, located (_locate)
+    jc: jax.Array
+    part: jax.Array
+    centre: jax.Array          # (cap, D) the rows' centres, the points pulled
+
+
+def schedule(static: Static, params: Params, lo, hi, state: RunState) -> Schedule:
+    """The phase of ``state`` (after expand_until_ready) in the box [lo, hi]."""
     table, h, t, T = state.table, state.depth, state.t, params.horizon
     rows = jnp.arange(static.capacity, dtype=jnp.int32)
     active = rows < table.count
     n = params.n_pulls[h]
 
-    # The schedule: row j is pulled in rounds t + j n + 1 .. t + (j + 1) n, cut at T.  Products
-    # j * n are formed only where they cannot exceed T (int32).
+    # Products j * n are formed only where they cannot exceed T (int32).
     remaining = T - t
     full = remaining // n
     pulls = jnp.where(rows < full, n, jnp.where(rows == full, remaining - jnp.minimum(full, rows) * n, 0))
@@ -168,12 +188,29 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     complete = table.count <= full
     t_end = jnp.where(complete, t + jnp.minimum(table.count, full) * n, T)
 
-    rounds = params.checkpoint_rounds
-    inside, jc, part = _locate(rounds, t, t_end, n)
+    inside, jc, part = _locate(params.checkpoint_rounds, t, t_end, n)
+    centre = partition.centres(static, table, lo, hi)
+    return Schedule(active, n, pulls, complete, t_end, inside, jc, part, centre)
 
-    centre = partition.centres(static, table, objective.lo, objective.hi)
+
+def run_phase(static: Static, params: Params, objective, sample_key, state: RunState) -> RunState:
+    """Pull, upload, aggregate and eliminate: one phase (after expand_until_ready), its rewards drawn
+    by the configuration's sampler."""
+    sched = schedule(static, params, objective.lo, objective.hi, state)
     phase_key = jax.random.fold_in(sample_key, state.phases)
-    est = rewards.estimate(static, params, objective, table, centre, pulls, n, phase_key, jc, part, complete)
+    est = rewards.estimate(static, params, objective, state.table, sched.centre, sched.pulls, sched.n, phase_key,
+                           sched.jc, sched.part, sched.complete)
+    return conclude(static, params, objective, state, sched, est)
+
+
+def conclude(static: Static, params: Params, objective, state: RunState, sched: Schedule,
+             est: rewards.Estimate) -> RunState:
+    """Everything a phase does once its rewards are estimated, whoever drew them (a sampler in
+    run_phase, the clients of ask/tell in steps.py): the regret booked, the server's aggregation and
+    elimination (Algorithm 2, lines 11-16), the recommendation and the checkpoints' span.
+    ``objective`` is read only with uniform points in the cells (the recommendation's gap)."""
+    h, t = state.depth, state.t
+    active, n, pulls, complete = sched.active, sched.n, sched.pulls, sched.complete
 
     prefix = jnp.concatenate([jnp.zeros((1,), static.float_dtype), prefix_sum(est.regret)])
     firsts = prefix_min(est.gap)                                               # inf past the pulled rows
@@ -189,21 +226,21 @@ def run_phase(static: Static, params: Params, objective, sample_key, state: RunS
     # pulled centre's (est.gap), or, with uniform points in the cells, one evaluation of the global
     # objective at the centre a phase.
     new = (est.gap[best] if best_recorded(static)
-           else jnp.asarray(objective.f_star, static.float_dtype) - objective.global_value(centre[best]))
+           else jnp.asarray(objective.f_star, static.float_dtype) - objective.global_value(sched.centre[best]))
     simple = jnp.where(complete, new.astype(static.float_dtype), state.simple)
-    span = Span(inside=inside, jc=jc, part=part, last=rounds == t_end, regret=state.regret,
-                prefix=prefix, gap=est.gap, partial=est.partial, best=state.best.value, firsts=firsts,
-                simple=state.simple, simple_after=simple)
+    span = Span(inside=sched.inside, jc=sched.jc, part=sched.part, last=params.checkpoint_rounds == sched.t_end,
+                regret=state.regret, prefix=prefix, gap=est.gap, partial=est.partial, best=state.best.value,
+                firsts=firsts, simple=state.simple, simple_after=simple)
     return state._replace(
         survivors=active & ~eliminated,
         pending=complete,
-        t=t_end,
+        t=sched.t_end,
         regret=state.regret + prefix[-1],
         best=so_far,
         phases=state.phases + complete.astype(jnp.int32),
-        uploads=state.uploads + jnp.where(complete, table.count, 0),
+        uploads=state.uploads + jnp.where(complete, state.table.count, 0),
         depth_pulled=h,
-        recommendation=jnp.where(complete, centre[best], state.recommendation),
+        recommendation=jnp.where(complete, sched.centre[best], state.recommendation),
         simple=simple,
         flags=state.flags | est.flags,
         evaluations=state.evaluations + est.evaluated,

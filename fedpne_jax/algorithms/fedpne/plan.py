@@ -18,7 +18,7 @@ import numpy as np
 
 from fedpne_jax.algorithms.fedpne import evaluation
 from fedpne_jax.algorithms.fedpne.config import MAX_CAPACITY, FedPNEConfig
-from fedpne_jax.core import blocks, checkpoints
+from fedpne_jax.core import checkpoints
 from fedpne_jax.core.errors import FLAG_CAPACITY, FLAG_DEPTH, CapacityError
 from fedpne_jax.core.split import longest_dims
 
@@ -143,7 +143,7 @@ def tables(configs, objective=None) -> Tables:
     """Where a batch of configurations starts: the largest start capacity (:meth:`Plan.start_capacity`)
     and depth limit."""
     plans = [plan(c) for c in configs]
-    iterative = objective is not None and blocks.kind(objective) == "iterative"
+    iterative = objective is not None and evaluation.iterative(objective)
     return Tables(capacity=max(p.start_capacity(iterative) for p in plans), depth=max(p.depth_limit for p in plans))
 
 
@@ -151,18 +151,23 @@ def grow(tables: Tables, failed, allowed: bool, seeds) -> Tables:
     """Larger tables for the runs ``failed`` (their outputs) that overflowed ``tables``.
 
     Depth tables double; a node table grows past the largest demand seen, with room for the phases
-    after it, or CapacityError when growing is not ``allowed`` or the table is at MAX_CAPACITY."""
+    after it, or CapacityError when growing is not ``allowed`` or the table is at MAX_CAPACITY.
+    ``failed`` without outputs (an array: a stepper's runs, core.stepper.Stepper.grown, whose failure
+    is a node table's overflow, steps.py) grows the node table GROWTH times."""
     capacity, depth = tables
-    if np.any(failed.flags & FLAG_DEPTH):
+    # (an array's own ``flags`` attribute is numpy's, hence the test on max_active)
+    outputs = hasattr(failed, "max_active")
+    flags = failed.flags if outputs else np.asarray(FLAG_CAPACITY)
+    if np.any(flags & FLAG_DEPTH):
         depth *= 2
-    if np.any(failed.flags & FLAG_CAPACITY):
+    if np.any(flags & FLAG_CAPACITY):
         if not allowed:
             raise CapacityError(f"node table of capacity {capacity} overflowed in {len(seeds)} seed(s) "
                                 f"(e.g. seed {int(seeds[0])}); rerun with grow=True or a larger capacity")
         if capacity >= MAX_CAPACITY:
             raise CapacityError(f"node table would need more than {MAX_CAPACITY} nodes (seed {int(seeds[0])}); "
                                 f"the configuration keeps too many nodes active")
-        demand = int(np.max(failed.max_active))
+        demand = int(np.max(failed.max_active)) if outputs else 1
         capacity = min(MAX_CAPACITY, max(GROWTH * capacity, 1 << (demand - 1).bit_length()))
     return Tables(capacity, depth)
 

@@ -79,6 +79,12 @@ def _row_draws(static: Static, key, draw, *row_args):
     return out.reshape((blocks * ROW_BLOCK,) + out.shape[2:])[:static.capacity]
 
 
+def gaussian_mean_noise(var, n, z):
+    """The Gaussian part of a mean of ``n`` rewards, each with independent N(0, ``var``) noise, from
+    one standard normal ``z``: exactly N(0, var / n) (``n`` in the rewards' float type)."""
+    return jnp.sqrt(var / n) * z
+
+
 def _client_mean(static: Static, params: Params, value, n, successes, z):
     """One client's mean of its n rewards of one node (Algorithm 1, lines 7-8 and DP line 8).
 
@@ -88,17 +94,24 @@ def _client_mean(static: Static, params: Params, value, n, successes, z):
     nf = n.astype(static.float_dtype)
     base = successes / nf if static.noise_kind == "bernoulli" else value
     if _has_gauss(static):
-        base = base + jnp.sqrt(_gauss_var(static, params) / nf) * z
+        base = base + gaussian_mean_noise(_gauss_var(static, params), nf, z)
     return base
 
 
-def _centre_regret(static, objective, g, pulls):
+def server_mean(client_means):
+    """The server's estimate of each node (Algorithm 2, line 12): the mean of the M clients' means,
+    ``client_means`` (..., M), in a fixed order."""
+    return pairwise_mean(client_means)
+
+
+def centre_regret(static, f_star, g, pulls, check_f_star: bool = True):
     """(regret per node, flags, gap per pulled node) of pulls at the node centres, whose global
     values are ``g``: n pulls of a node cost n times its gap, with no per-pull work (a checkpoint
-    within a node's pulls is priced the same way, by phase.write_span)."""
-    gap = objective.f_star - g
+    within a node's pulls is priced the same way, by phase.write_span).  ``check_f_star``: flag a
+    value above f* (values of the objective; not means told by clients, which noise may lift)."""
+    gap = f_star - g
     regret = jnp.where(pulls > 0, gap * pulls.astype(gap.dtype), 0.0)
-    return regret, _value_flags(static, g, pulls > 0, rewards=False, f_star=objective.f_star), \
+    return regret, _value_flags(static, g, pulls > 0, rewards=False, f_star=f_star if check_f_star else None), \
         jnp.where(pulls > 0, gap, jnp.inf)
 
 
@@ -114,8 +127,30 @@ def _centre_values(static, objective, x, pulls, local: bool):
     fn = objective.values_and_locals if local else lambda p: (objective.value(p),)
     values, rows = blocks.at_rows(static.eval_block, static.capacity, fn, x, _pulled_rows(pulls))
     at_global = jnp.int32(0) if local and objective.combine is not None else rows
-    evaluated = jnp.stack([at_global, rows if local else jnp.int32(0), jnp.int32(0), jnp.int32(1)])
-    return values, evaluated
+    return values, centre_evaluations(at_global, rows if local else jnp.int32(0))
+
+
+def centre_evaluations(global_rows, local_rows):
+    """A phase's evaluation counters (evaluation.py's units): rows at the global and the local site,
+    no pull blocks, one evaluation call."""
+    return jnp.stack([global_rows, local_rows, jnp.int32(0), jnp.int32(1)])
+
+
+def told_estimate(static: Static, objective, centre, pulls, told, f_star) -> Estimate:
+    """What the server makes of the clients' told means ``told`` (M, cap) of a phase pulled at the
+    node centres ``centre`` ``pulls`` times (ask/tell, steps.py): their :func:`server_mean`, and the
+    regret of the pulls, at the global values of ``objective`` where there is one (as the samplers
+    price it), else at the server's means (f* - mean; NaN for f* unknown).  The clients evaluated
+    their local values: the counters hold the rows evaluated here and the rows asked of them."""
+    mean = server_mean(told.T)
+    rows = _pulled_rows(pulls)
+    if objective is None:
+        regret, flags, gap = centre_regret(static, f_star, mean, pulls, check_f_star=False)
+        return Estimate(mean, regret, None, flags, centre_evaluations(jnp.int32(0), rows), gap)
+    (g,), _ = _centre_values(static, objective, centre, pulls, local=False)
+    regret, flags, gap = centre_regret(static, f_star, g, pulls)
+    flags = flags | _value_flags(static, mean, pulls > 0, rewards=False)
+    return Estimate(mean, regret, None, flags, centre_evaluations(rows, rows), gap)
 
 
 def _centre_estimate(static, params, objective, x, pulls, n, phase_key) -> Estimate:
@@ -123,7 +158,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key) -> Estim
     aggregate = static.sampling == "aggregate"
     values, evaluated = _centre_values(static, objective, x, pulls, local=not aggregate)
     g = values[0]
-    regret, flags, gap = _centre_regret(static, objective, g, pulls)
+    regret, flags, gap = centre_regret(static, objective.f_star, g, pulls)
     dt = static.float_dtype
     if aggregate:
         scale = jnp.sqrt(_gauss_var(static, params) / (n.astype(dt) * static.num_clients))
@@ -147,7 +182,7 @@ def _centre_estimate(static, params, objective, x, pulls, n, phase_key) -> Estim
     else:
         z = jnp.zeros_like(local)
     client_means = jax.vmap(jax.vmap(lambda v, b, zz: _client_mean(static, params, v, n, b, zz)))(local, successes, z)
-    return Estimate(pairwise_mean(client_means), regret, None, flags, evaluated, gap)
+    return Estimate(server_mean(client_means), regret, None, flags, evaluated, gap)
 
 
 def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n, phase_key, jc, part,
@@ -169,10 +204,10 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
 
     if not uniform_points:
         (g, local_c), evaluated = _centre_values(static, objective, centre, pulls, local=True)   # (cap,), (cap, M)
-        regret, flags, gap = _centre_regret(static, objective, g, pulls)
+        regret, flags, gap = centre_regret(static, objective.f_star, g, pulls)
         flags = flags | _value_flags(static, local_c, (pulls > 0)[:, None])
         if words == 0:                       # no noise: every reward is the value itself
-            return Estimate(pairwise_mean(local_c), regret, None, flags, evaluated, gap)
+            return Estimate(server_mean(local_c), regret, None, flags, evaluated, gap)
 
         def block(j, b):
             lanes = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # 4 x (words, M, P/4)
