@@ -142,7 +142,11 @@ def test_command_line_report_and_its_errors(inputs, tmp_path, capsys):
     data = json.loads((folder / "hct.json").read_text())
     del data["per_seed"]["hits"]
     old.write_text(json.dumps(data))
-    cases = [([str(tmp_path / "missing.json")], "neither a run result"),
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    cases = [([str(tmp_path / "missing.json")], "missing.json' does not exist (a run result JSON file or a sweep"),
+             ([str(tmp_path / "missing") + "/"], "missing/' does not exist"),
+             ([str(fifo)], "is neither a run result (JSON file) nor a sweep folder"),
              ([str(folder / "hct.json"), "--budgets", "5"], "budget 5: HCT on garland-1d has no checkpoint"),
              ([str(old)], "has no hits: it was written before the best-so-far regret was recorded")]
     for argv, message in cases:

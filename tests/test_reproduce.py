@@ -247,7 +247,7 @@ def test_plot_command_draws_runs_and_sweeps(quick, tmp_path, capsys):
         assert fh.read().startswith(PNG)
     capsys.readouterr()
     assert main(["plot", str(tmp_path / "nothing.json"), "--out", png]) == 2
-    assert "neither a run result" in capsys.readouterr().err
+    assert "nothing.json' does not exist (a run result JSON file or a sweep folder)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [

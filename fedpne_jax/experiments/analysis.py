@@ -26,7 +26,7 @@ import numpy as np
 
 from fedpne_jax.core import checkpoints as checkpoints_lib
 from fedpne_jax.core import registry
-from fedpne_jax.experiments.load import load_sweep
+from fedpne_jax.experiments.load import input_kind, load_sweep
 from objectives import registry as objective_registry
 
 QUANTILES = (0.1, 0.5, 0.9)
@@ -145,12 +145,10 @@ def load(paths) -> list[Entry]:
     file's name appended where two coincide)."""
     entries: list[Entry] = []
     for path in paths:
-        if os.path.isdir(path):
+        if input_kind(path) == "sweep":
             entries += _sweep_entries(path)
-        elif os.path.isfile(path):
-            entries.append(_run_entry(path))
         else:
-            raise ValueError(f"{path!r} is neither a run result (JSON file) nor a sweep folder")
+            entries.append(_run_entry(path))
     if not entries:
         raise ValueError("nothing to report: the results hold no finished runs")
     seen: dict = {}

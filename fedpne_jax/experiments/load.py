@@ -145,6 +145,18 @@ class SweepResults:
         return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+def input_kind(path) -> str:
+    """'sweep' for a folder, 'run' for a file: what ``fedpne plot`` and ``fedpne report`` read, or a
+    ValueError naming ``path`` (one that does not exist is said so)."""
+    if os.path.isdir(path):
+        return "sweep"
+    if os.path.isfile(path):
+        return "run"
+    if not os.path.lexists(path):
+        raise ValueError(f"{os.fspath(path)!r} does not exist (a run result JSON file or a sweep folder)")
+    raise ValueError(f"{os.fspath(path)!r} is neither a run result (JSON file) nor a sweep folder")
+
+
 def load_sweep(path: str | os.PathLike, allow_partial: bool = False) -> SweepResults:
     """The results folder ``path`` as a :class:`SweepResults`.  An unfinished sweep raises SweepError
     unless ``allow_partial`` (missing runs are then NaN and ``done`` is False there).

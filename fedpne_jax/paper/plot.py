@@ -33,7 +33,7 @@ import numpy as np
 
 from fedpne_jax.core import registry
 from fedpne_jax.core.errors import MissingExtra
-from fedpne_jax.experiments.load import LABEL_ORDER, load_sweep
+from fedpne_jax.experiments.load import LABEL_ORDER, input_kind, load_sweep
 from fedpne_jax.paper.figures import FULL_WIDTH, stats
 
 DPI = 300
@@ -561,12 +561,7 @@ def results_figure(paths, title: str | None = None, band: str = "std", xscale: s
         raise ValueError(f"band must be 'std' or 'stderr', got {band!r}")
     series = []
     for path in paths:
-        if os.path.isdir(path):
-            series += _sweep_series(path)
-        elif os.path.isfile(path):
-            series += _run_series(path)
-        else:
-            raise ValueError(f"{path!r} is neither a run result (JSON file) nor a sweep folder")
+        series += _sweep_series(path) if input_kind(path) == "sweep" else _run_series(path)
     if not series:
         raise ValueError("nothing to plot: the results hold no finished runs")
     panel = {"kind": "curves", "band": band, "title": "", "xlabel": "round t",
