@@ -28,6 +28,7 @@ from fedpne_jax.experiments.export import FORMATS, export
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.report import report
 from fedpne_jax.experiments.runner import run_sweep
+from fedpne_jax.flower import cli as flower_cli  # imports no Flower module until a run needs it
 from fedpne_jax.paper import figures
 from fedpne_jax.paper.plot import plot_results
 from fedpne_jax.paper.reproduce import reproduce
@@ -52,6 +53,7 @@ INTERRUPTED = {
     "plot": "interrupted",
     "report": "interrupted; files already written are complete",
     "export": "interrupted; nothing was written",
+    "flower": "interrupted; every process it started is stopped, the state of the last step is kept",
 }
 FALLBACK = "fedpne-result-{stamp}.json"     # where a finished run goes when --output cannot be written
 
@@ -284,7 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
     _plot_parser(sub)
     _report_parser(sub)
     _export_parser(sub)
+    flower_cli.add_parser(sub, _run_parser, _Defaults)
     return parser
+
+
+def cmd_flower(args) -> int:
+    return flower_cli.command(args, check_output_file, describe_params)
 
 
 def cmd_reproduce(args) -> int:
@@ -677,7 +684,7 @@ def main(argv=None) -> int:
                 raise ValueError(f"{', '.join(stray)} without --distributed would be ignored; add --distributed "
                                  f"or leave {'them' if len(stray) > 1 else 'it'} out")
         commands = {"run": cmd_run, "sweep": cmd_sweep, "reproduce": cmd_reproduce, "plot": cmd_plot,
-                    "report": cmd_report, "export": cmd_export}
+                    "report": cmd_report, "export": cmd_export, "flower": cmd_flower}
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             compile_cache.enable()

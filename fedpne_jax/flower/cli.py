@@ -1,0 +1,114 @@
+"""``fedpne flower local``: ``fedpne run``'s options, one run with real Flower clients on this machine.
+
+``fedpne flower local --clients 3 OPTIONS`` and ``fedpne run --clients 3 --seeds 1 OPTIONS`` describe
+the same run (seed index 0 of base seed --seed); the result JSON (--output) is ``fedpne run``'s with
+a ``flower`` entry (wire statistics, lost clients).  See :mod:`fedpne_jax.flower.local` for the
+processes and :mod:`fedpne_jax.flower.server` for the fault behaviour.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+from fedpne_jax.flower import spec
+
+# fedpne run's options that do not apply to one run on a Flower deployment.
+SKIPPED = {"help", "seeds", "devices", "distributed", "coordinator", "num_processes", "process_id", "memory_gb",
+           "no_grow", "plugin"}
+OPTION_KEYS = {"nu": "nu", "rho": "rho", "c": "c", "c1": "c1", "delta": "delta", "k": "k", "split": "split",
+               "noise": "noise", "pull": "pull", "sampling": "sampling", "dp_epsilon": "dp-epsilon",
+               "dp_delta": "dp-delta", "checkpoints": "checkpoints", "capacity": "capacity"}
+
+
+def add_parser(sub, run_parser, formatter) -> None:
+    """The ``flower`` command with its ``local`` subcommand, whose options are ``run_parser``'s (the
+    parser of ``fedpne run``) except those that do not apply, plus the deployment's own."""
+    p = sub.add_parser("flower", help="Fed-PNE with real clients on Flower's deployment engine",
+                       description="Run Fed-PNE (or any algorithm with ask/tell steps) with real Flower clients.")
+    commands = p.add_subparsers(dest="flower_command", required=True)
+    local = commands.add_parser(
+        "local", help="a SuperLink and N SuperNodes on this machine, one run, every process stopped after",
+        formatter_class=formatter,
+        description="Start a Flower SuperLink and N SuperNodes (partition-id 0..N-1) on free localhost ports,\n"
+                    "submit the run with flwr run, stream its log, write the result JSON (fedpne run's, with\n"
+                    "the wire statistics), and stop every process started, also on an error or Ctrl-C.\n"
+                    "The server saves its state after every step: the same command again resumes it.",
+        epilog="examples:\n  fedpne flower local --clients 3 --horizon 1000 --noise none --output run.json\n"
+               "  fedpne flower local --clients 4 --function flower_landmine.task:auc --lo=-4,-2 --hi 1,1 "
+               "--horizon 200 --noise none")
+    donor = argparse.ArgumentParser(add_help=False)
+    run = run_parser(donor.add_subparsers())
+    for action in run._actions:
+        if action.dest not in SKIPPED:
+            local._add_action(action)
+    g = local.add_argument_group("Flower")
+    g.add_argument("--tls", action="store_true", help="TLS on every connection, with certificates made for this run")
+    g.add_argument("--function", default=None, metavar="MODULE:FUNCTION",
+                   help="the clients' own objective, function(partition_id, points) -> values, instead of "
+                        "--objective (MODULE importable from here)")
+    g.add_argument("--lo", default=None, help="with --function: the box's lower corner, e.g. -4,-2")
+    g.add_argument("--hi", default=None, help="with --function: the box's upper corner, e.g. 1,1")
+    g.add_argument("--f-star", type=float, default=None, help="with --function: the optimum's value, when known")
+    g.add_argument("--state", default=None,
+                   help="state file, saved after every step (default: the user's cache folder, one per problem)")
+    g.add_argument("--fresh", action="store_true", help="start over instead of resuming a saved state")
+    g.add_argument("--client-timeout", type=float, default=300.0, help="seconds to wait for a step's replies")
+    g.add_argument("--node-timeout", type=float, default=300.0, help="seconds to wait for the SuperNodes to join")
+    g.add_argument("--on-client-loss", default="stop", choices=spec.ON_CLIENT_LOSS,
+                   help="a client that does not answer: stop (state kept) or continue with the others")
+    g.add_argument("--timeout", type=float, default=None, help="give up the whole run after this many seconds")
+    g.add_argument("--workdir", default=None,
+                   help="keep the processes' logs, certificates and app here (default: a temporary folder)")
+
+
+def run_config(args) -> dict:
+    """Flower's run config of the command line's options (None: not given)."""
+    options = {key: getattr(args, dest) for dest, key in OPTION_KEYS.items()}
+    if args.set:
+        options["set"] = ";".join(args.set)
+    options.update({"algorithm": args.algorithm, "objective": args.objective, "clients": args.clients,
+                    "horizon": args.horizon, "seed": args.seed, "heterogeneity": args.heterogeneity,
+                    "objective-seed": args.objective_seed, "dim": args.dim, "instance": args.instance,
+                    "amplitude": args.amplitude, "function": args.function, "lo": args.lo, "hi": args.hi,
+                    "f-star": args.f_star, "client-timeout": args.client_timeout,
+                    "node-timeout": args.node_timeout, "on-client-loss": args.on_client_loss,
+                    "resume": not args.fresh})
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def command(args, check_output_file, describe_params) -> int:
+    from fedpne_jax.core import registry
+    from fedpne_jax.flower import local
+    if args.help_params:
+        print(describe_params(registry.get(args.algorithm)))
+        return 0
+    if args.output is not None:
+        check_output_file("--output", args.output)
+    config = run_config(args)
+    problem = spec.problem(config)       # refuses bad options before any process starts
+    with tempfile.TemporaryDirectory(prefix="fedpne-flower-out-") as scratch:
+        output = os.path.abspath(args.output) if args.output not in (None, "-") else os.path.join(scratch, "r.json")
+        state = os.path.abspath(args.state) if args.state else spec.default_paths(problem)[0]
+        config.update(output=output, state=state)
+        report = sys.stderr if args.output == "-" else sys.stdout
+        status = local.run_local(problem.num_clients, spec.run_config_of(config), tls=args.tls, out=report,
+                                 timeout=args.timeout, workdir=args.workdir)
+        if not status.get("ok"):
+            raise ValueError(f"the Flower run failed: {status.get('message')}")
+        with open(output) as fh:
+            data = json.load(fh)
+        flower = data["flower"]
+        regret = data["per_seed"]["final_regret"][0]
+        print(f"{problem.algorithm} over Flower, {problem.num_clients} clients: final regret {regret:.6g}, "
+              f"{flower['steps']} steps, "
+              f"{flower['sent_bytes']} B sent, {flower['received_bytes']} B received "
+              f"(paper's uploads: {flower['paper_uploads']} floats); state {state}", file=report)
+        if args.output == "-":
+            json.dump(data, sys.stdout, indent=1)
+            print()
+        elif args.output is not None:
+            print(f"  wrote {args.output}", file=report)
+    return 0

@@ -1,0 +1,115 @@
+"""A Fed-PNE client as a Flower ``ClientApp``: it evaluates its own local objective and uploads means.
+
+The client is the SuperNode whose node config has ``partition-id`` m (and ``num-partitions`` M).
+For each query (:mod:`fedpne_jax.flower.wire`) it evaluates, at each asked point, as many pulls as
+asked and replies with their means:
+
+* a registered objective (run config ``objective`` and its options): its local function for
+  client m, ``objective.local(x, m)``, as the simulator evaluates it (so that a noise-free run is
+  ``fp.run``'s bit for bit), then the configuration's observation noise on the mean of n pulls
+  (``fedpne_jax.core.stepper.mean_of_pulls``, exact in distribution) drawn from the client's own
+  key: fold_in(key(seed), CLIENT_SALT, m, step);
+* or the user function of run config ``function`` = ``module:function``, called as
+  ``function(partition_id, points)`` with points (K, D) float64, returning K values, one pull each.
+  It is called once per pull (on the points that still need one) and the means are taken here, or
+  once when the function has ``deterministic = True`` (a pull's value is then the value).
+
+With DP-Fed-PNE (``dp-epsilon``), the client adds the privacy noise of Appendix D to its means
+before they leave (``fedpne_jax.algorithms.fedpne.steps.privatize``), from its own key.
+
+The module imports neither JAX nor the package's algorithms until a query needs them: Flower starts
+one process per message, and a hello costs only Flower's import.
+"""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
+
+from fedpne_jax.flower import wire
+
+app = ClientApp()
+CLIENT_SALT = 0x464C5752      # keeps the clients' keys apart from the server's fold_in(key(seed), i)
+
+
+def partition_of(context: Context) -> tuple[int, int]:
+    config = context.node_config
+    if "partition-id" not in config:
+        raise ValueError("this SuperNode has no partition-id in its node config "
+                         "(flower-supernode --node-config \"partition-id=0 num-partitions=M\")")
+    return int(config["partition-id"]), int(config.get("num-partitions", -1))
+
+
+@app.query()
+def query(msg: Message, context: Context) -> Message:
+    header, points, counts = wire.read_query(msg)
+    partition, partitions = partition_of(context)
+    run, step = header["run"], int(header["step"])
+    if header["phase"] == wire.HELLO:
+        return Message(wire.reply_content(run, step, partition, partitions=partitions), reply_to=msg)
+    if int(header["partition"]) != partition:
+        raise ValueError(f"a query for partition {header['partition']} reached partition {partition}")
+    means = evaluate(dict(context.run_config), partition, step, points, counts)
+    return Message(wire.reply_content(run, step, partition, means), reply_to=msg)
+
+
+def client_key(seed: int, partition: int, step: int):
+    import jax
+    key = jax.random.fold_in(jax.random.key(seed), CLIENT_SALT)
+    return jax.random.fold_in(jax.random.fold_in(key, partition), step)
+
+
+def load_function(ref: str):
+    module, _, name = ref.partition(":")
+    try:
+        target = importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(f"function {ref!r}: cannot import {module!r} ({err})") from None
+    for part in name.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ValueError(f"function {ref!r}: {module!r} has no {name!r}") from None
+    return target
+
+
+def function_means(function, partition: int, points: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    points = np.asarray(points, np.float64)
+    if getattr(function, "deterministic", False):
+        return np.asarray(function(partition, points), np.float64)
+    sums = np.zeros(len(points))
+    for j in range(int(counts.max(initial=0))):
+        live = counts > j
+        sums[live] += np.asarray(function(partition, points[live]), np.float64)
+    return sums / np.maximum(counts, 1)
+
+
+def evaluate(run_config: dict, partition: int, step: int, points: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The client's means at ``points`` of ``counts`` pulls each."""
+    import jax
+    import jax.numpy as jnp
+
+    from fedpne_jax.core import compile_cache
+    from fedpne_jax.flower import spec
+    problem = spec.problem(run_config)
+    config = problem.config
+    noise_key, private_key = jax.random.split(client_key(problem.seed, partition, step))
+    x64 = points.dtype == np.float64
+    with jax.enable_x64(x64):
+        if problem.function is not None:
+            means = jnp.asarray(function_means(load_function(problem.function), partition, points, counts),
+                                points.dtype)
+        else:
+            compile_cache.enable()
+            from fedpne_jax.core.stepper import mean_of_pulls
+            objective = problem.objective()
+            local = jax.jit(jax.vmap(lambda x: objective.local(x, partition)))
+            values = local(jnp.asarray(points)).astype(points.dtype)
+            means = mean_of_pulls(config.noise_kind, getattr(config, "noise_scale", 0.0), values,
+                                  jnp.asarray(counts, jnp.int32), noise_key)
+        if getattr(config, "dp", False):
+            from fedpne_jax.algorithms.fedpne.steps import privatize
+            means = privatize(config, means, jnp.asarray(counts, jnp.int32), private_key)
+        return np.asarray(means, np.float64)

@@ -1,0 +1,345 @@
+"""``fedpne flower local``: a SuperLink and N SuperNodes on this machine, the run submitted with
+``flwr run``, and every process stopped afterwards.
+
+:class:`Deployment` starts, as subprocesses on free localhost ports, ``flower-superlink`` and N
+SuperNodes (``python -m fedpne_jax.flower.supernode``, Flower's SuperNode with a short idle poll),
+each with ``--node-config "partition-id=i num-partitions=N"``; writes a Flower app (a pyproject.toml
+whose components are :mod:`fedpne_jax.flower.server` and :mod:`fedpne_jax.flower.client` and whose
+run config is the run's) and a Flower configuration (``FLWR_HOME``) naming the SuperLink; and runs
+``flwr run APP fedpne-local --stream``, whose log it streams.  Leaving the ``with`` block stops every
+process it started and their children (the SuperExecs and the ServerApp/ClientApp processes Flower
+starts), by process id, also on an error and on Ctrl-C: TERM, then KILL after a grace period.
+
+Nothing is installed at run time: the SuperLink runs with ``--disable-runtime-dependency-installation``
+(SuperNodes install nothing unless asked), so the apps use this environment's packages.
+
+With ``tls=True`` it makes a certificate authority and a server certificate for 127.0.0.1 and
+localhost (``cryptography``, a dependency of flwr) and runs every connection over TLS.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Optional
+
+CONNECTION = "fedpne-local"
+GRACE = 5.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def children_map() -> dict:
+    """{parent pid: [child pids]} of every process now (Linux /proc)."""
+    out: dict = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        out.setdefault(ppid, []).append(int(name))
+    return out
+
+
+def descendants(pids) -> list:
+    tree = children_map()
+    seen, todo = [], list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        todo.extend(tree.get(pid, []))
+    return seen
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_processes(pids, grace: float = GRACE) -> None:
+    """TERM ``pids`` and all their descendants, then KILL what is left after ``grace`` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+        targets = [p for p in descendants(pids) if alive(p)]
+        if not targets:
+            return
+        for pid in targets:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.time() + wait
+        while time.time() < deadline and any(alive(p) for p in targets):
+            time.sleep(0.05)
+        pids = targets
+
+
+def make_certificates(folder: str) -> dict:
+    """A CA and a server certificate for 127.0.0.1 and localhost: {ca, cert, key} paths."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fedpne-jax local CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .sign(ca_key, hashes.SHA256()))
+    paths = {"ca": os.path.join(folder, "ca.crt"), "cert": os.path.join(folder, "server.pem"),
+             "key": os.path.join(folder, "server.key")}
+    with open(paths["ca"], "wb") as fh:
+        fh.write(ca.public_bytes(serialization.Encoding.PEM))
+    with open(paths["cert"], "wb") as fh:
+        fh.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(paths["key"], "wb") as fh:
+        fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                   serialization.NoEncryption()))
+    return paths
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))
+
+
+def write_app(folder: str, run_config: dict, name: str = "fedpne-flower") -> str:
+    """A Flower app folder whose components are this package's and whose run config is ``run_config``."""
+    os.makedirs(folder, exist_ok=True)
+    lines = ["[build-system]", 'requires = ["hatchling"]', 'build-backend = "hatchling.build"', "",
+             "[project]", f'name = "{name}"', 'version = "1.0.0"',
+             'description = "Fed-PNE with real clients (fedpne-jax)"', 'license = {file = "LICENSE"}',
+             'dependencies = ["fedpne-jax[flower]"]', "",
+             "[tool.flwr.app]", 'publisher = "fedpne-jax"', "", "[tool.flwr.app.components]",
+             'serverapp = "fedpne_jax.flower.server:app"', 'clientapp = "fedpne_jax.flower.client:app"', "",
+             "[tool.flwr.app.config]"]
+    lines += [f'{json.dumps(k)} = {_toml_value(v)}' for k, v in run_config.items()]
+    with open(os.path.join(folder, "pyproject.toml"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    with open(os.path.join(folder, "LICENSE"), "w") as fh:
+        fh.write("MIT (the fedpne-jax package's licence); this folder only names its Flower apps.\n")
+    return folder
+
+
+class Deployment:
+    """A SuperLink and ``clients`` SuperNodes on localhost (a context manager that stops them)."""
+
+    def __init__(self, clients: int, tls: bool = False, workdir: Optional[str] = None, node_poll: float = 0.1,
+                 exec_poll: float = 0.05, out=None, extra_env: Optional[dict] = None):
+        self.clients, self.tls = int(clients), bool(tls)
+        self._tmp = None
+        if workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="fedpne-flower-")
+            workdir = self._tmp.name
+        self.workdir = workdir
+        os.makedirs(workdir, exist_ok=True)
+        self.home = os.path.join(workdir, "flwr-home")
+        os.makedirs(self.home, exist_ok=True)
+        self.out = out or sys.stdout
+        self.processes: dict = {}      # name -> Popen
+        self.logs: dict = {}
+        self.port = None
+        self.node_ports: list = []
+        self.certs = make_certificates(workdir) if self.tls else None
+        self.env = dict(os.environ)
+        paths = [os.getcwd()] + [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        self.env.update({"FLWR_HOME": self.home, "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+                         "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(exec_poll), "FEDPNE_FLOWER_NODE_POLL": str(node_poll),
+                         "PYTHONPATH": os.pathsep.join(paths), "PYTHONUNBUFFERED": "1"})
+        self.env.update(extra_env or {})
+
+    # ------------------------------------------------------------ processes
+
+    def _start(self, name: str, command: list, env: Optional[dict] = None) -> subprocess.Popen:
+        log = open(os.path.join(self.workdir, f"{name}.log"), "wb")
+        self.logs[name] = log.name
+        # A session of its own: a Ctrl-C reaches this process only, which stops the others in order.
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env or self.env, cwd=self.workdir, start_new_session=True)
+        log.close()
+        self.processes[name] = proc
+        return proc
+
+    def tls_args(self, server: bool) -> list:
+        if not self.tls:
+            return ["--insecure"]
+        if server:
+            return ["--ssl-ca-certfile", self.certs["ca"], "--ssl-certfile", self.certs["cert"],
+                    "--ssl-keyfile", self.certs["key"]]
+        return ["--root-certificates", self.certs["ca"]]
+
+    def start_superlink(self, extra_env: Optional[dict] = None) -> None:
+        self.port = self.port or free_port()
+        env = dict(self.env, **(extra_env or {}))
+        self._start("superlink", ["flower-superlink", *self.tls_args(True), "--port", str(self.port),
+                                  "--disable-runtime-dependency-installation"], env)
+        self._wait_port("superlink", self.port)
+        self.write_connection()
+
+    def start_supernode(self, i: int) -> None:
+        while len(self.node_ports) <= i:
+            self.node_ports.append(free_port())
+        self._start(f"supernode-{i}", [sys.executable, "-m", "fedpne_jax.flower.supernode", *self.tls_args(False),
+                                       "--superlink", f"127.0.0.1:{self.port}", "--port", str(self.node_ports[i]),
+                                       "--node-config", f"partition-id={i} num-partitions={self.clients}"])
+
+    def start(self) -> Deployment:
+        self.start_superlink()
+        for i in range(self.clients):
+            self.start_supernode(i)
+        return self
+
+    def _wait_port(self, name: str, port: int, timeout: float = 120.0) -> None:
+        deadline = time.time() + timeout
+        proc = self.processes[name]
+        while not port_open(port):
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with status {proc.returncode} before listening on port {port}:\n"
+                                   f"{self.tail(name)}")
+            if time.time() > deadline:
+                raise RuntimeError(f"{name} did not listen on port {port} within {timeout:g} s:\n{self.tail(name)}")
+            time.sleep(0.1)
+
+    def write_connection(self) -> None:
+        lines = ["[superlink]", f'default = "{CONNECTION}"', "", f"[superlink.{CONNECTION}]",
+                 f'address = "127.0.0.1:{self.port}"']
+        lines.append(f'root-certificates = "{self.certs["ca"]}"' if self.tls else "insecure = true")
+        with open(os.path.join(self.home, "config.toml"), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+    def tail(self, name: str, lines: int = 25) -> str:
+        try:
+            with open(self.logs[name], errors="replace") as fh:
+                return "".join(fh.readlines()[-lines:])
+        except (OSError, KeyError):
+            return ""
+
+    def stop(self, name: str, sig=None) -> None:
+        """Stop one started process and its children (``sig``: e.g. SIGKILL at once, a crash)."""
+        proc = self.processes.pop(name)
+        if sig is not None:
+            for pid in descendants([proc.pid]):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+        stop_processes([proc.pid])
+        proc.wait()
+
+    def close(self) -> None:
+        pids = [p.pid for p in self.processes.values()]
+        try:
+            stop_processes(pids)
+        finally:
+            for proc in self.processes.values():
+                with contextlib.suppress(Exception):
+                    proc.wait(timeout=5)
+            self.processes.clear()
+            if self._tmp is not None:
+                self._tmp.cleanup()
+
+    def __enter__(self) -> Deployment:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ runs
+
+    def submit(self, run_config: dict, stream: bool = True, timeout: Optional[float] = None,
+               on_line=None) -> int:
+        """``flwr run`` of an app with ``run_config``; its log streamed to ``out`` (each line also to
+        ``on_line``).  The exit status of flwr run."""
+        self.submitted = getattr(self, "submitted", 0) + 1
+        app = write_app(os.path.join(self.workdir, f"app-{self.submitted}"), run_config)
+        command = ["flwr", "run", app, CONNECTION] + (["--stream"] if stream else [])
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=self.env, cwd=self.workdir, start_new_session=True)
+        self.processes["flwr-run"] = proc
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, lambda: stop_processes([proc.pid], 1.0))
+            timer.start()
+        try:
+            for raw in proc.stdout:
+                line = raw.decode(errors="replace")
+                self.out.write(line)
+                self.out.flush()
+                if on_line is not None:
+                    on_line(line)
+            return proc.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.processes.pop("flwr-run", None)
+            proc.stdout.close()
+
+
+def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeout: Optional[float] = None,
+              workdir: Optional[str] = None, node_poll: float = 0.1) -> dict:
+    """One run on a fresh local deployment: {"ok", "message", "status"} (the server's status file)."""
+    out = out or sys.stdout
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        signal.signal(signal.SIGTERM, on_term)
+    try:
+        with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out) as d:
+            status_path = os.path.join(d.workdir, "status.json")
+            config = dict(run_config, status=status_path)
+            d.start()
+            code = d.submit(config, timeout=timeout)
+            try:
+                with open(status_path) as fh:
+                    status = json.load(fh)
+            except (OSError, ValueError):
+                status = {"ok": False, "message": f"the ServerApp ended without a status (flwr run exited "
+                                                  f"{code}); SuperLink log:\n{d.tail('superlink')}"}
+            return status
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)

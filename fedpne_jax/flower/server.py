@@ -1,0 +1,254 @@
+"""The Fed-PNE server as a Flower ``ServerApp``: the ask/tell stepper's state in its main loop.
+
+Each step it asks the optimizer (``fp.Optimizer``: Fed-PNE, DP-Fed-PNE, Fed1-UCB or any algorithm
+with ask/tell steps) for the step's query, sends client m (the SuperNode whose node config has
+``partition-id`` m) its row in one message (:mod:`fedpne_jax.flower.wire`), collects the replies,
+checks them, tells the optimizer, and saves the state atomically (``Optimizer.save``) with a
+bookkeeping file beside it (``<state>.json``: wire statistics, lost clients).  At the end it writes
+the result JSON of ``fedpne run`` (``RunResult.to_dict``) with a ``flower`` entry: steps, bytes
+sent and received per step, the paper's upload count, lost clients, seconds per step.
+
+Behaviour (run config keys, :mod:`fedpne_jax.flower.spec`):
+
+* ``resume`` (default true): a state file of the same problem (its fingerprint) is loaded and the
+  run goes on from its last saved step, with the numbers of an uninterrupted run (the clients' keys
+  depend on the seed, their partition and the step only).  A finished state writes its result again.
+* ``node-timeout`` seconds to wait until the M partitions' SuperNodes have joined.
+* ``client-timeout`` seconds to wait for a step's replies.  A client that does not answer in time,
+  or whose node Flower reports unavailable, is lost: with ``on-client-loss`` "stop" (the default)
+  the run stops with a message naming it, the state saved at the last step kept (rerun to resume);
+  with "continue" the step goes on with the clients that answered, each lost client's means
+  replaced by the mean of the others' (so the server's average is the mean over the clients that
+  remain: the objective changes, which is why this is not the default), and the result records
+  which client was lost at which step.
+* A reply that is refused (an error raised by the ClientApp, a missing record or key, another run
+  or step, a wrong shape, NaN or inf) stops the run with a message naming the client: it is never
+  averaged.  The state of the last good step is kept.
+
+Run config ``crash-after-step`` = k ends the ServerApp's process abruptly once step k is saved (a
+crash, for the restart tests; -1, the default, never).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+from flwr.app import Context, Message
+from flwr.serverapp import Grid, ServerApp
+
+from fedpne_jax.flower import spec, wire
+
+app = ServerApp()
+LOST = (3, 4, 5)     # Flower's MESSAGE_UNAVAILABLE, REPLY_MESSAGE_UNAVAILABLE, NODE_UNAVAILABLE
+
+
+class RunStopped(RuntimeError):
+    """The run stopped before its end (a lost client, a refused reply); the state is kept."""
+
+
+def log(text: str) -> None:
+    print(f"fedpne: {text}", flush=True)
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    from fedpne_jax.core.files import write_atomic
+    text = json.dumps(data, indent=1).encode()
+    write_atomic(os.fspath(path), lambda fh: fh.write(text))
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    run_config = dict(context.run_config)
+    status = spec.given(run_config, "status")
+    try:
+        serve(grid, run_config)
+    except BaseException as err:
+        message = str(err) if isinstance(err, (RunStopped, ValueError)) else f"{type(err).__name__}: {err}"
+        log(f"error: {message}")
+        if status:
+            write_json_atomic(status, {"ok": False, "message": message})
+        raise
+    if status:
+        write_json_atomic(status, {"ok": True, "message": "done"})
+
+
+def serve(grid: Grid, run_config: dict) -> dict:
+    import fedpne_jax as fp
+    from fedpne_jax.core import compile_cache
+    compile_cache.enable()
+    problem = spec.problem(run_config)
+    state_path, output = spec.default_paths(problem) if not (spec.given(run_config, "state") and
+                                                        spec.given(run_config, "output")) else (None, None)
+    state_path = spec.given(run_config, "state") or state_path
+    output = spec.given(run_config, "output") or output
+    timeout = float(spec.given(run_config, "client-timeout"))
+    node_timeout = float(spec.given(run_config, "node-timeout"))
+    poll = float(spec.given(run_config, "poll"))
+    on_loss = str(spec.given(run_config, "on-client-loss"))
+    if on_loss not in spec.ON_CLIENT_LOSS:
+        raise ValueError(f"run config 'on-client-loss': {on_loss!r} is not one of {spec.ON_CLIENT_LOSS}")
+    crash_after = int(spec.given(run_config, "crash-after-step"))
+    book_path = state_path + ".json"
+    fingerprint = problem.fingerprint()
+    space = problem.space()
+
+    book = {"fingerprint": fingerprint, "steps": [], "lost": [], "resumed_at": []}
+    opt = None
+    if spec.given(run_config, "resume") and os.path.exists(state_path):
+        try:
+            with open(book_path) as fh:
+                saved = json.load(fh)
+        except (OSError, ValueError):
+            saved = None
+        if saved is None or saved.get("fingerprint") != fingerprint:
+            raise RunStopped(f"state {state_path}: it holds another problem's run (or its bookkeeping file "
+                             f"{book_path} is missing); remove it, or give another 'state' path")
+        opt = fp.Optimizer.load(state_path, space=None if problem.objective_args is None else space)
+        book = saved
+        book["resumed_at"].append(opt.step)
+        log(f"resumed {state_path} at step {opt.step}")
+    if opt is None:
+        opt = fp.Optimizer(problem.config, space, base_seed=problem.seed, f_star=problem.f_star)
+        opt.save(state_path)
+        write_json_atomic(book_path, book)
+    M = problem.num_clients
+    lost = {int(entry["client"]) for entry in book["lost"]}
+    log(f"{problem.algorithm} with {M} clients, run {opt.run_id}; state {state_path}")
+
+    nodes = identify(grid, M, opt.run_id, node_timeout, timeout, poll)
+    started = time.time()
+    while not opt.done:
+        t0 = time.time()
+        q = opt.ask()
+        step = q.step
+        rows = {}
+        messages = {}
+        for m in range(M):
+            if m in lost:
+                continue
+            slots = np.nonzero(q.counts[m] > 0)[0]
+            rows[m] = slots
+            content = wire.query_content(opt.run_id, step, wire.EVALUATE, m, q.points[m, slots], q.counts[m, slots])
+            messages[m] = Message(content, dst_node_id=nodes[m], message_type=wire.QUERY)
+        sent = sum(wire.payload_bytes(msg) for msg in messages.values())
+        replies, missing = exchange(grid, messages, timeout, poll)
+        values = np.full(q.counts.shape, np.nan)
+        received = 0
+        for m, reply in replies.items():
+            if reply.has_error() and reply.error.code in LOST:
+                missing.append(m)
+                continue
+            try:
+                means = wire.check_reply(reply, opt.run_id, step, m, nodes[m], len(rows[m]))
+            except wire.ReplyError as err:
+                raise RunStopped(f"{err}; refused (never averaged): the run stops with its state kept at step "
+                                 f"{opt.step} ({state_path}), rerun to resume") from None
+            values[m, rows[m]] = means
+            received += wire.payload_bytes(reply)
+        if missing:
+            names = ", ".join(wire.who(m, nodes[m]) for m in sorted(missing))
+            if on_loss == "stop":
+                raise RunStopped(f"{names} did not answer step {step} within {timeout:g} s; the run stops with "
+                                 f"its state kept at step {opt.step} ({state_path}): rerun to resume, or set "
+                                 f"on-client-loss to 'continue' (fedpne flower local --on-client-loss continue) "
+                                 f"to go on with the others")
+            for m in missing:
+                lost.add(m)
+                book["lost"].append({"client": int(m), "node": int(nodes[m]), "step": int(step)})
+            log(f"{names} lost at step {step}; going on with {M - len(lost)} clients")
+        if len(lost) == M:
+            raise RunStopped(f"every client is lost at step {step}; state kept at step {opt.step} ({state_path})")
+        if lost:
+            alive = [m for m in range(M) if m not in lost]
+            fill = np.mean(values[alive], axis=0)
+            for m in lost:
+                values[m] = np.where(q.counts[m] > 0, fill, np.nan)
+        opt.tell(q, values)
+        opt.save(state_path)
+        seconds = time.time() - t0
+        book["steps"].append({"step": int(step), "slots": int(sum(len(r) for r in rows.values())),
+                              "sent_bytes": int(sent), "received_bytes": int(received),
+                              "clients": len(replies) - len(missing), "seconds": round(seconds, 4)})
+        write_json_atomic(book_path, book)
+        log(f"step {step}: {len(rows)} clients x {max((len(r) for r in rows.values()), default=0)} points, "
+            f"{seconds:.2f} s, sent {sent} B, received {received} B")
+        if crash_after == step:
+            log(f"crash-after-step={crash_after}: ending abruptly")
+            sys.stdout.flush()
+            os._exit(17)
+    result = opt.result()
+    data = result.to_dict()
+    data["flower"] = wire_summary(book, opt, M, time.time() - started)
+    write_json_atomic(output, data)
+    log(f"done: {opt.step} steps, final regret {float(np.mean(result.final_regret)):.6g}; wrote {output}")
+    return data
+
+
+def wire_summary(book: dict, opt, M: int, seconds: float) -> dict:
+    """The run's wire statistics; ``paper_uploads``: the paper's communication count, the means
+    uploaded by all M clients (each one float), where the algorithm counts them (Fed-PNE)."""
+    steps = book["steps"]
+    uploads = getattr(opt.outputs(), "uploads", None)
+    floats = None if uploads is None else int(np.asarray(uploads).ravel()[0]) * M
+    return {"steps": len(steps), "sent_bytes": int(sum(s["sent_bytes"] for s in steps)),
+            "received_bytes": int(sum(s["received_bytes"] for s in steps)),
+            "paper_uploads": floats, "lost_clients": book["lost"], "resumed_at_steps": book["resumed_at"],
+            "seconds_per_step": [s["seconds"] for s in steps], "run_seconds": round(seconds, 3),
+            "per_step": steps}
+
+
+def exchange(grid: Grid, messages: dict, timeout: float, poll: float) -> tuple[dict, list]:
+    """Send {partition: message}; the replies that came within ``timeout`` and the partitions that
+    did not answer.  (Grid.send_and_receive sleeps 3 s between pulls; this pulls every ``poll``.)"""
+    order = list(messages)
+    ids = list(grid.push_messages([messages[m] for m in order]))
+    pending = {mid: m for mid, m in zip(ids, order) if mid}
+    missing = [m for mid, m in zip(ids, order) if not mid]
+    replies = {}
+    deadline = time.time() + timeout
+    while pending:
+        for reply in grid.pull_messages(list(pending)):
+            m = pending.pop(reply.metadata.reply_to_message_id, None)
+            if m is not None:
+                replies[m] = reply
+        if not pending or time.time() > deadline:
+            break
+        time.sleep(poll)
+    return replies, missing + sorted(pending.values())
+
+
+def identify(grid: Grid, M: int, run: str, node_timeout: float, timeout: float, poll: float) -> dict:
+    """{partition: node id} of the M clients: every joined SuperNode says its partition-id."""
+    deadline = time.time() + node_timeout
+    while True:
+        nodes = sorted(grid.get_node_ids())
+        if len(nodes) >= M:
+            break
+        if time.time() > deadline:
+            raise RunStopped(f"{len(nodes)} SuperNode(s) joined within {node_timeout:g} s; the run needs {M} "
+                             f"(one per partition-id 0..{M - 1})")
+        time.sleep(max(poll, 0.05))
+    messages = {node: Message(wire.query_content(run, -1, wire.HELLO, -1), dst_node_id=node,
+                              message_type=wire.QUERY) for node in nodes}
+    replies, _ = exchange(grid, messages, timeout, poll)
+    found: dict = {}
+    for node, reply in replies.items():
+        if reply.has_error() and reply.error.code in LOST:
+            continue
+        header = wire.check_reply(reply, run, -1, None, node, None)
+        p, n = int(header["partition"]), int(header["partitions"])
+        if n != M:
+            raise RunStopped(f"node {node}: its node config says num-partitions={n}, the run has {M} clients")
+        if not 0 <= p < M:
+            raise RunStopped(f"node {node}: partition-id={p} is outside 0..{M - 1}")
+        if p in found:
+            raise RunStopped(f"nodes {found[p]} and {node} both have partition-id={p}")
+        found[p] = node
+    absent = [p for p in range(M) if p not in found]
+    if absent:
+        raise RunStopped(f"no SuperNode answered for partition-id {absent} within {timeout:g} s")
+    log("clients: " + ", ".join(f"{p} = node {found[p]}" for p in range(M)))
+    return found

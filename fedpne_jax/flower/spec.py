@@ -1,0 +1,180 @@
+"""A Flower run's configuration: Flower's run config (flat keys) turned into the algorithm's config
+and the space it runs on, as ``fedpne run`` turns its options into them.
+
+Flower passes the run config to the ServerApp and to every ClientApp (``context.run_config``), so
+both sides build the same configuration from it.  Keys (all optional; an empty string means "not
+given", so the algorithm's or ``fedpne run``'s default applies):
+
+* ``algorithm`` (fedpne), ``objective`` (garland), ``clients``, ``horizon``, ``seed``,
+  ``heterogeneity``, ``objective-seed``, ``dim``, ``instance``, ``amplitude``: as ``fedpne run``'s
+  options (``clients`` 0 or empty: the objective's default);
+* the algorithm's parameters ``nu rho c c1 delta k split noise pull sampling dp-epsilon dp-delta
+  checkpoints capacity``, and ``set`` ("key=value;key=value") for any other field;
+* ``function``: ``module:function``, a client's own objective instead of a registered one (then
+  ``lo`` and ``hi``, "a,b,...", give the box and ``f-star`` the optimum's value when known);
+* the server's: ``state``, ``output``, ``status``, ``resume``, ``client-timeout``, ``node-timeout``,
+  ``on-client-loss``, ``poll``, ``crash-after-step`` (see :mod:`fedpne_jax.flower.server`).
+
+Nothing here imports flwr: the command line uses it to check options before starting any process.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import types
+from typing import Any, Optional
+
+OPTION_KEYS = ("nu", "rho", "c", "c1", "delta", "k", "split", "noise", "pull", "sampling", "dp-epsilon",
+               "dp-delta", "checkpoints", "capacity")
+PROBLEM_KEYS = ("algorithm", "objective", "clients", "horizon", "seed", "heterogeneity", "objective-seed", "dim",
+                "instance", "amplitude", "set", "function", "lo", "hi", "f-star") + OPTION_KEYS
+SERVER_KEYS = ("state", "output", "status", "resume", "client-timeout", "node-timeout", "on-client-loss", "poll",
+               "crash-after-step")
+ON_CLIENT_LOSS = ("stop", "continue")
+DEFAULTS = {"algorithm": "fedpne", "objective": "garland", "seed": 0, "objective-seed": 0, "resume": True,
+            "client-timeout": 300.0, "node-timeout": 300.0, "on-client-loss": "stop", "poll": 0.02,
+            "crash-after-step": -1}
+
+
+def given(run_config, key: str):
+    """The run config's value of ``key``, None when absent or empty."""
+    value = run_config.get(key, DEFAULTS.get(key))
+    if isinstance(value, str) and value.strip() == "":
+        return DEFAULTS.get(key)
+    return value
+
+
+def _int(run_config, key: str) -> Optional[int]:
+    value = given(run_config, key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"run config {key!r}: expected an integer, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"run config {key!r}: expected an integer, got {value!r}") from None
+    if number != int(number):
+        raise ValueError(f"run config {key!r}: expected an integer, got {value!r}")
+    return int(number)
+
+
+def _floats(run_config, key: str) -> Optional[tuple]:
+    value = given(run_config, key)
+    if value is None:
+        return None
+    items = value if isinstance(value, (list, tuple)) else str(value).replace(";", ",").split(",")
+    try:
+        return tuple(float(v) for v in items)
+    except ValueError:
+        raise ValueError(f"run config {key!r}: expected numbers separated by commas, got {value!r}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """What both sides build from the run config."""
+    algorithm: str
+    config: Any                 # the algorithm's config
+    num_clients: int
+    objective_args: Optional[dict]   # make_objective's arguments (a registered objective), else None
+    function: Optional[str]     # module:function (a client's own objective), else None
+    box: Optional[tuple]        # (lo, hi) with a function
+    f_star: Optional[float]
+    seed: int
+
+    def objective(self):
+        """The registered objective (None with a function)."""
+        if self.objective_args is None:
+            return None
+        import objectives
+        return objectives.make_objective(**self.objective_args)
+
+    def space(self):
+        """What the stepper runs on: the Objective, or the box (lo, hi)."""
+        return self.box if self.objective_args is None else self.objective()
+
+    def fingerprint(self) -> str:
+        """A short digest of the problem: a state file of another problem is never resumed."""
+        from fedpne_jax.core.optimizer import _to_json
+        fields = {f.name: _to_json(getattr(self.config, f.name)) for f in dataclasses.fields(self.config) if f.init}
+        text = json.dumps({"algorithm": self.algorithm, "config": fields, "objective": self.objective_args,
+                           "function": self.function, "box": self.box, "f_star": self.f_star, "seed": self.seed},
+                          sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def problem(run_config) -> Problem:
+    """The :class:`Problem` of a Flower run config (ValueError naming the key)."""
+    import objectives
+    from fedpne_jax import cli
+    from fedpne_jax.core import registry
+    from fedpne_jax.core.config import parse_noise
+
+    unknown = sorted(set(run_config) - set(PROBLEM_KEYS) - set(SERVER_KEYS))
+    if unknown:
+        raise ValueError(f"run config: unknown key(s) {', '.join(map(repr, unknown))}; known: "
+                         f"{', '.join(PROBLEM_KEYS + SERVER_KEYS)}")
+    algorithm = str(given(run_config, "algorithm"))
+    if algorithm not in registry.names():
+        raise ValueError(f"run config 'algorithm': {algorithm!r} is not registered ({', '.join(registry.names())})")
+    options = {}
+    for key in OPTION_KEYS:
+        value = given(run_config, key)
+        if value is not None:
+            parsed = registry.parse_value(value) if isinstance(value, str) else value
+            options[key.replace("-", "_")] = value if parsed is None and key == "noise" else parsed
+    for field, (item, value) in cli.parse_settings(
+            [s for s in str(given(run_config, "set") or "").replace(",", ";").split(";") if s.strip()]).items():
+        if field in options:
+            raise ValueError(f"run config: {field} is set both as a key and in 'set' ({item}); give it once")
+        options[field] = value
+    seed = _int(run_config, "seed")
+    function = given(run_config, "function")
+    horizon = _int(run_config, "horizon")
+    clients = _int(run_config, "clients") or None
+    f_star = given(run_config, "f-star")
+    f_star = None if f_star is None else float(f_star)
+    if function is not None:
+        function = str(function)
+        if ":" not in function:
+            raise ValueError(f"run config 'function': expected module:function, got {function!r}")
+        lo, hi = _floats(run_config, "lo"), _floats(run_config, "hi")
+        if lo is None or hi is None or len(lo) != len(hi):
+            raise ValueError("run config: a 'function' needs 'lo' and 'hi', its box, of one length (\"a,b\")")
+        if clients is None or horizon is None:
+            raise ValueError("run config: a 'function' needs 'clients' and 'horizon'")
+        options["horizon"] = horizon
+        config = cli.run_config(types.SimpleNamespace(algorithm=algorithm), options, clients)
+        return Problem(algorithm, config, clients, None, function, (lo, hi), f_star, seed)
+    name = str(given(run_config, "objective"))
+    noise_kind = parse_noise(options.get("noise", cli.DEFAULT_NOISE))[0]
+    heterogeneity = given(run_config, "heterogeneity") or objectives.default_heterogeneity(name, noise_kind)
+    default_clients, default_horizon = objectives.default_size(name)
+    clients = clients or options.get("num_clients", default_clients)
+    options["horizon"] = horizon or options.get("horizon", default_horizon)
+    config = cli.run_config(types.SimpleNamespace(algorithm=algorithm), options, clients)
+    amplitude = given(run_config, "amplitude")
+    args = {"name": name, "num_clients": clients, "heterogeneity": heterogeneity,
+            "seed": _int(run_config, "objective-seed"), "dim": _int(run_config, "dim"),
+            "instance": _int(run_config, "instance")}
+    if amplitude is not None:
+        args["amplitude"] = float(amplitude)
+    return Problem(algorithm, config, clients, args, None, None, f_star, seed)
+
+
+def default_paths(problem: Problem) -> tuple[str, str]:
+    """(state, result) paths of a run given neither: ``$FEDPNE_FLOWER_DIR`` (else the user's cache
+    folder, fedpne-jax/flower) / state-<fingerprint>.fpne and result-<fingerprint>.json, so that the
+    same problem and seed submitted again resumes its run."""
+    folder = os.environ.get("FEDPNE_FLOWER_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fedpne-jax", "flower")
+    os.makedirs(folder, exist_ok=True)
+    tag = problem.fingerprint()
+    return os.path.join(folder, f"state-{tag}.fpne"), os.path.join(folder, f"result-{tag}.json")
+
+
+def run_config_of(options: dict) -> dict:
+    """A Flower run config (TOML-ready: no None) from {key: value} with None for "not given"."""
+    return {k: ("" if v is None else v) for k, v in options.items()}

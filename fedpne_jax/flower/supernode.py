@@ -1,0 +1,42 @@
+"""``python -m fedpne_jax.flower.supernode [flower-supernode options]``: Flower's SuperNode with a
+shorter idle poll.
+
+Flower 1.42's SuperNode asks the SuperLink for a message every 3 s while it has none, and checks
+for its ClientApp's reply every 0.5 s: with Fed-PNE's one message per client per step, those waits
+are most of a step on localhost.  This runs ``flower-supernode`` unchanged except that those sleeps
+last at most ``FEDPNE_FLOWER_NODE_POLL`` seconds (default 0.1; 0 or "off" keeps Flower's own).
+``fedpne flower local`` starts its SuperNodes this way; by hand, ``flower-supernode`` works the same,
+with Flower's waits.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time as _time
+
+
+class _Time:
+    """The ``time`` module, with ``sleep`` capped."""
+
+    def __init__(self, cap: float):
+        self._cap = cap
+
+    def sleep(self, seconds: float) -> None:
+        _time.sleep(min(seconds, self._cap))
+
+    def __getattr__(self, name):
+        return getattr(_time, name)
+
+
+def main() -> None:
+    from flwr.supernode import start_client_internal
+    from flwr.supernode.cli import flower_supernode
+    raw = os.environ.get("FEDPNE_FLOWER_NODE_POLL", "0.1").strip().lower()
+    if raw not in ("0", "off", ""):
+        start_client_internal.time = _Time(float(raw))
+    sys.argv[0] = "flower-supernode"
+    flower_supernode()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The messages between the Fed-PNE server and its clients, and the checks every reply passes.
+
+A query (server -> client ``m``, Flower message type ``query``) holds
+
+* ``fedpne`` (ConfigRecord): ``run`` (the optimizer's run id, kept across a resumed run), ``step``
+  (the step index, from 0), ``phase`` ("hello" or "evaluate"), ``partition`` (the client it is for);
+* ``query`` (ArrayRecord): ``points`` (K, D) and ``counts`` (K,) int64, the asked slots of the
+  client's row of the step's query (only slots with a count > 0 travel: a Fed-PNE phase asks |K|
+  nodes of a node table of capacity B >= |K|).
+
+A reply holds ``fedpne`` (``run``, ``step``, ``partition`` echoed) and ``reply`` (ArrayRecord):
+``means`` (K,), the mean of ``counts[k]`` pulls at ``points[k]``.  A hello's reply holds the
+client's ``partition`` and ``partitions`` (its node config's ``partition-id`` and
+``num-partitions``).
+
+:func:`check_reply` refuses, naming the client, a reply that is an error, lacks a record or key,
+answers another run or step or partition, or holds means of the wrong shape, or non-finite ones.
+"""
+from __future__ import annotations
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict
+
+QUERY = "query"
+HELLO, EVALUATE = "hello", "evaluate"
+
+
+class ReplyError(ValueError):
+    """A client's reply that is refused; the message names the client."""
+
+
+def query_content(run: str, step: int, phase: str, partition: int, points=None, counts=None) -> RecordDict:
+    records = {"fedpne": ConfigRecord({"run": run, "step": int(step), "phase": phase, "partition": int(partition)})}
+    if points is not None:
+        records["query"] = ArrayRecord({"points": Array(np.ascontiguousarray(points)),
+                                        "counts": Array(np.ascontiguousarray(counts, np.int64))})
+    return RecordDict(records)
+
+
+def reply_content(run: str, step: int, partition: int, means=None, **extra) -> RecordDict:
+    header = {"run": run, "step": int(step), "partition": int(partition), **extra}
+    records = {"fedpne": ConfigRecord(header)}
+    if means is not None:
+        records["reply"] = ArrayRecord({"means": Array(np.ascontiguousarray(means, np.float64))})
+    return RecordDict(records)
+
+
+def read_query(message: Message) -> tuple[dict, np.ndarray | None, np.ndarray | None]:
+    content = message.content
+    header = dict(content["fedpne"])
+    if "query" not in content:
+        return header, None, None
+    arrays = content["query"]
+    return header, arrays["points"].numpy(), arrays["counts"].numpy()
+
+
+def who(partition, node_id) -> str:
+    return f"client {partition} (node {node_id})" if partition is not None else f"node {node_id}"
+
+
+def check_reply(message: Message, run: str, step: int, partition, node_id, size: int | None) -> np.ndarray | dict:
+    """The means of a reply to an evaluate query (``size`` slots), or the header of a hello's
+    reply (``size`` None); ReplyError naming the client otherwise."""
+    name = who(partition, node_id)
+    if message.has_error():
+        error = message.error
+        raise ReplyError(f"{name} replied with an error at step {step}: code {error.code}: {error.reason}")
+    content = message.content
+    if "fedpne" not in content:
+        raise ReplyError(f"{name}: its reply to step {step} has no 'fedpne' record (records: {sorted(content)})")
+    header = dict(content["fedpne"])
+    for key in ("run", "step", "partition"):
+        if key not in header:
+            raise ReplyError(f"{name}: its reply to step {step} lacks the key {key!r}")
+    if header["run"] != run:
+        raise ReplyError(f"{name}: its reply is for run {header['run']!r}, not this run {run!r}")
+    if header["step"] != step:
+        raise ReplyError(f"{name}: its reply is for step {header['step']}, not the pending step {step}")
+    if size is None:
+        if "partitions" not in header:
+            raise ReplyError(f"{name}: its hello lacks the key 'partitions'")
+        return header
+    if header["partition"] != partition:
+        raise ReplyError(f"{name}: its reply names partition {header['partition']}, not {partition}")
+    if "reply" not in content or "means" not in content["reply"]:
+        raise ReplyError(f"{name}: its reply to step {step} has no 'means' (records: {sorted(content)})")
+    try:
+        means = np.asarray(content["reply"]["means"].numpy(), np.float64)
+    except (ValueError, TypeError) as err:
+        raise ReplyError(f"{name}: its means at step {step} are not an array of numbers ({err})") from None
+    if means.shape != (size,):
+        raise ReplyError(f"{name}: its means at step {step} have shape {means.shape}, not ({size},)")
+    bad = ~np.isfinite(means)
+    if bad.any():
+        raise ReplyError(f"{name}: {int(bad.sum())} of its {size} means at step {step} are NaN or infinite "
+                         f"(first at slot {int(np.argmax(bad))})")
+    return means
+
+
+def payload_bytes(message: Message) -> int:
+    """The bytes of a message's content as Flower sends it (its records serialised; the HTTP and
+    metadata envelope not counted)."""
+    try:
+        from flwr.supercore.inflatable.inflatable_utils import get_all_nested_objects
+        return int(sum(len(obj.deflate()) for obj in get_all_nested_objects(message.content).values()))
+    except Exception:      # an internal of Flower's that moved: count the arrays and headers
+        total = 0
+        for record in message.content.values():
+            for value in record.values():
+                total += len(value.data) if isinstance(value, Array) else len(repr(value))
+        return total
