@@ -1,0 +1,244 @@
+"""Fed-PNE with real Flower clients (fedpne_jax.flower) through Flower's deployment engine: a SuperLink
+and SuperNodes as real processes on localhost, every one of them stopped by the test that started it.
+
+* a noise-free run of ``fedpne flower local`` (3 SuperNodes, Garland with shift heterogeneity) is
+  ``fp.run``'s run of the same seed bit for bit: phases, uploads, depth, recommendation, regret
+  curve; and it leaves no process behind; the same over TLS with certificates made for the run;
+* a NaN or a wrongly shaped reply is refused naming the client, and the run stops;
+* a SuperNode killed mid-run: the server stops naming the client with its state kept, and the same
+  run submitted again with the client back finishes with the numbers of an uninterrupted run; with
+  on-client-loss 'continue' it goes on with the others and the result records the lost client;
+* a ServerApp that crashes after a step resumes from its saved state with the same numbers;
+* the reply checks by themselves (another run or step, a missing key, an error).
+
+The sampler: Fed-PNE's stepper is exact against fp.run with sampling='client' (its steps' docstring).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+
+from flwr.app import Error, Metadata  # noqa: E402
+
+import fedpne_jax as fp  # noqa: E402
+import objectives  # noqa: E402
+from fedpne_jax.flower import local, wire  # noqa: E402
+
+M, T = 3, 200
+PROBLEM = {"algorithm": "fedpne", "objective": "garland", "heterogeneity": "shift", "clients": M, "horizon": T,
+           "noise": "none", "sampling": "client", "seed": 0}
+COMPARED = ("final_regret", "phases", "uploads", "depth", "recommendation", "curves", "simple_regret")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    config = fp.make_config("fedpne", num_clients=M, horizon=T, noise="none", sampling="client", checkpoints=100)
+    objective = objectives.make_objective("garland", num_clients=M, heterogeneity="shift", seed=0)
+    return fp.run(config, objective, seeds=1, base_seed=0).to_dict()
+
+
+def assert_same_run(data: dict, reference: dict) -> None:
+    for key in COMPARED:
+        if key in reference["per_seed"]:
+            assert data["per_seed"][key] == reference["per_seed"][key], key
+    assert data["regret_mean"] == reference["regret_mean"]
+    assert data["checkpoints"] == reference["checkpoints"]
+    assert data["config"] == reference["config"]
+
+
+@pytest.fixture(scope="module")
+def xla_cache(tmp_path_factory):
+    # The server and client processes share compiled programs within this file, not with the user's cache.
+    return {"FEDPNE_COMPILE_CACHE": str(tmp_path_factory.mktemp("xla"))}
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory, xla_cache):
+    with local.Deployment(M, workdir=str(tmp_path_factory.mktemp("deployment")), out=io.StringIO(),
+                          extra_env=xla_cache) as d:
+        d.start()
+        yield d
+
+
+def processes_in(folder: str) -> list:
+    """Processes whose working folder is ``folder`` (every process a deployment starts runs there)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.readlink(f"/proc/{name}/cwd") == folder:
+                    found.append(int(name))
+            except OSError:
+                pass
+    return found
+
+
+def submit(d: local.Deployment, tmp_path, name: str, timeout: float = 600, on_line=None, **options) -> tuple:
+    """(status, result or None) of one run on deployment ``d``."""
+    status = str(tmp_path / f"{name}.status.json")
+    config = dict(PROBLEM, state=str(tmp_path / f"{name}.fpne"), output=str(tmp_path / f"{name}.json"),
+                  status=status, **options)
+    if os.path.exists(status):
+        os.remove(status)
+    d.submit(config, timeout=timeout, on_line=on_line)
+    with open(status) as fh:
+        outcome = json.load(fh)
+    result = None
+    if outcome["ok"]:
+        with open(config["output"]) as fh:
+            result = json.load(fh)
+    return outcome, result
+
+
+def run_cli(tmp_path, *extra, env=None) -> tuple:
+    workdir = tmp_path / "work"
+    out = tmp_path / "run.json"
+    command = [sys.executable, "-m", "fedpne_jax", "flower", "local", "--clients", str(M), "--heterogeneity",
+               "shift", "--horizon", str(T), "--noise", "none", "--sampling", "client", "--output", str(out),
+               "--state", str(tmp_path / "state.fpne"), "--workdir", str(workdir), *extra]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
+    return done, out, str(workdir)
+
+
+def test_noise_free_run_over_flower_is_fp_runs_run_and_leaves_no_process(tmp_path, reference, xla_cache):
+    done, out, workdir = run_cli(tmp_path, env=xla_cache)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert_same_run(data, reference)
+    flower = data["flower"]
+    assert flower["steps"] >= reference["per_seed"]["phases"][0]
+    assert flower["paper_uploads"] == reference["per_seed"]["uploads"][0]
+    assert flower["received_bytes"] > 8 * flower["paper_uploads"] and flower["lost_clients"] == []
+    assert processes_in(workdir) == []
+
+
+def test_tls_run_is_the_same_run(tmp_path, reference, xla_cache):
+    done, out, workdir = run_cli(tmp_path, "--tls", env=xla_cache)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert_same_run(json.loads(out.read_text()), reference)
+    assert os.path.exists(os.path.join(workdir, "ca.crt"))
+    assert processes_in(workdir) == []
+
+
+@pytest.mark.parametrize("function, client, says", [
+    ("tests.test_flower_functions:nan_at_client_1", 1, "NaN or infinite"),
+    ("tests.test_flower_functions:one_too_many_at_client_2", 2, "have shape"),
+])
+def test_a_malformed_reply_is_refused_naming_the_client(deployment, tmp_path, function, client, says):
+    outcome, _ = submit(deployment, tmp_path, "bad", function=function, lo="0", hi="1", horizon=50)
+    assert not outcome["ok"]
+    assert f"client {client} (node" in outcome["message"] and says in outcome["message"]
+    assert "never averaged" in outcome["message"]
+
+
+def kill_after_step(d: local.Deployment, book: str, step: int, node: int) -> threading.Thread:
+    """Kill SuperNode ``node`` (and its children) once the server has saved step ``step``."""
+    def watch():
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            try:
+                with open(book) as fh:
+                    if len(json.load(fh)["steps"]) > step:
+                        break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+        d.stop(f"supernode-{node}", signal.SIGKILL)
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_killed_supernode_stops_the_run_with_its_state_kept_and_the_rerun_finishes_it(deployment, tmp_path,
+                                                                                         reference):
+    watcher = kill_after_step(deployment, str(tmp_path / "loss.fpne.json"), 0, 2)
+    outcome, _ = submit(deployment, tmp_path, "loss", **{"client-timeout": 20.0})
+    watcher.join()
+    assert not outcome["ok"]
+    assert "client 2 (node" in outcome["message"] and "did not answer step" in outcome["message"]
+    assert "state kept" in outcome["message"]
+    saved = fp.Optimizer.load(tmp_path / "loss.fpne")
+    assert saved.step >= 1 and not saved.done
+    deployment.start_supernode(2)
+    outcome, result = submit(deployment, tmp_path, "loss", **{"client-timeout": 120.0})
+    assert outcome["ok"], outcome
+    assert_same_run(result, reference)
+    assert result["flower"]["resumed_at_steps"] == [saved.step]
+
+
+def test_on_client_loss_continue_goes_on_and_records_the_lost_client(deployment, tmp_path, reference):
+    watcher = kill_after_step(deployment, str(tmp_path / "cont.fpne.json"), 0, 1)
+    outcome, result = submit(deployment, tmp_path, "cont", **{"client-timeout": 20.0, "on-client-loss": "continue"})
+    watcher.join()
+    deployment.start_supernode(1)
+    assert outcome["ok"], outcome
+    lost = result["flower"]["lost_clients"]
+    assert len(lost) == 1 and lost[0]["client"] == 1 and lost[0]["step"] >= 1
+    assert result["per_seed"]["curves"] != reference["per_seed"]["curves"]
+
+
+def test_a_crashed_server_resumes_from_its_last_step_with_the_same_numbers(deployment, tmp_path, reference):
+    outcome = None
+    try:
+        outcome, _ = submit(deployment, tmp_path, "crash", **{"crash-after-step": 1})
+    except FileNotFoundError:
+        pass                   # the crash left no status file
+    assert outcome is None or not outcome["ok"]
+    assert fp.Optimizer.load(tmp_path / "crash.fpne").step == 2
+    outcome, result = submit(deployment, tmp_path, "crash")
+    assert outcome["ok"], outcome
+    assert_same_run(result, reference)
+    assert result["flower"]["resumed_at_steps"] == [2]
+
+
+# ------------------------------------------------------------------ the reply checks alone
+
+def _reply(content=None, error=None):
+    meta = Metadata(run_id=1, message_id="", src_node_id=7, dst_node_id=0, reply_to_message_id="x", group_id="",
+                    created_at=time.time(), ttl=60, message_type=wire.QUERY)
+    from flwr.app.message import make_message  # a received message, as the Grid returns it
+    return make_message(metadata=meta, content=content) if error is None else make_message(metadata=meta,
+                                                                                            error=error)
+
+
+@pytest.mark.parametrize("content, says", [
+    (wire.reply_content("other", 3, 1, np.zeros(4)), "is for run 'other'"),
+    (wire.reply_content("run", 2, 1, np.zeros(4)), "is for step 2, not the pending step 3"),
+    (wire.reply_content("run", 3, 0, np.zeros(4)), "names partition 0, not 1"),
+    (wire.reply_content("run", 3, 1), "has no 'means'"),
+    (wire.reply_content("run", 3, 1, np.zeros((2, 2))), "have shape (2, 2), not (4,)"),
+    (wire.reply_content("run", 3, 1, np.array([0.0, np.inf, 1, 2])), "are NaN or infinite"),
+])
+def test_check_reply_refuses_naming_the_client(content, says):
+    with pytest.raises(wire.ReplyError, match="client 1 \\(node 7\\)") as info:
+        wire.check_reply(_reply(content), "run", 3, 1, 7, 4)
+    assert says in str(info.value)
+
+
+def test_check_reply_refuses_a_missing_key_and_an_error():
+    from flwr.app import ConfigRecord, RecordDict
+    content = RecordDict({"fedpne": ConfigRecord({"run": "run", "partition": 1})})
+    with pytest.raises(wire.ReplyError, match="lacks the key 'step'"):
+        wire.check_reply(_reply(content), "run", 3, 1, 7, 4)
+    with pytest.raises(wire.ReplyError, match="replied with an error at step 3: code 2: boom"):
+        wire.check_reply(_reply(error=Error(code=2, reason="boom")), "run", 3, 1, 7, 4)
+    means = wire.check_reply(_reply(wire.reply_content("run", 3, 1, np.arange(4.0))), "run", 3, 1, 7, 4)
+    assert means.tolist() == [0, 1, 2, 3]
+
+
+def test_message_type_and_hello_round_trip():
+    content = wire.query_content("run", 0, wire.EVALUATE, 2, np.ones((3, 2), np.float32), np.array([1, 2, 3]))
+    header, points, counts = wire.read_query(_reply(content))
+    assert header == {"run": "run", "step": 0, "phase": "evaluate", "partition": 2}
+    assert points.dtype == np.float32 and points.shape == (3, 2) and counts.tolist() == [1, 2, 3]
