@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from fedpne_jax.algorithms.gp import gp, gpucb
+from fedpne_jax.algorithms.gp import gp, gpucb, steps
 from fedpne_jax.algorithms.gp.gpucb import Params, make_params
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.validation import check_int
@@ -58,4 +58,5 @@ def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
 
 ALGORITHM = Algorithm(name="bbo", config_type=BBOConfig, make_static=make_static, make_params=make_params,
                       run_single=run_single, metrics=gp.METRICS, federated=True, check=gp.check,
+                      steps=steps.hook(POLICY, gp.local_rewards, federated=True),
                       styles=(("bbo", Style("BBO", "#7f7f7f", "h")),))

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.gp import gp
+from fedpne_jax.algorithms.gp import gp, steps
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import exact_sqrt, first_argmax
@@ -157,4 +157,5 @@ def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
 
 ALGORITHM = Algorithm(name="bo", config_type=BOConfig, make_static=gp.make_static, make_params=make_params,
                       run_single=run_single, metrics=gp.METRICS, check=gp.check,
+                      steps=steps.hook(POLICY, gp.global_rewards),
                       styles=(("bo", Style("BO", "#e377c2", "*")),))

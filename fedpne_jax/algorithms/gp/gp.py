@@ -49,7 +49,10 @@ batch = 1 this is plain sequential conditioning, for batch = M it is GP-BUCB's h
 the mean held at the last feedback), then observes them and conditions the mean.  Within a round
 only the variances and the picked columns are needed, so a pick updates those (:func:`column`) and
 the matrix takes the round's picks in one pass when they are done (:func:`condition_many`), with
-the bits of conditioning it pick by pick.
+the bits of conditioning it pick by pick.  The round is cut at the evaluation: :func:`start`,
+:func:`round_words`, :func:`select` (the picks), :func:`learn` (the values), :func:`book` and
+:func:`finish` are what :func:`simulate` runs on the values it computed up front
+(:func:`tables`) and what the ask/tell steps (:mod:`fedpne_jax.algorithms.gp.steps`) run on told ones.
 """
 from __future__ import annotations
 
@@ -377,7 +380,9 @@ class Outputs(NamedTuple):
     choices: jax.Array           # (trace,) or (trace, M) int32 candidate indices, -1 past T
 
 
-class _Carry(NamedTuple):
+class Carry(NamedTuple):
+    """What a run carries from one round to the next: the posterior and the book."""
+
     mean: Any
     cov: Any
     extra: Any
@@ -390,88 +395,141 @@ class _Carry(NamedTuple):
     choices: Any
 
 
-def simulate(static: Static, params, objective, key, policy: Policy, reward_values: Callable) -> Outputs:
-    """One run of ``params.horizon`` rounds.
+class Picks(NamedTuple):
+    """A round's picks before their values: what conditioning the posterior on them needs."""
 
-    reward_values(objective, points) -> ((K,) global values, (K, B) values the B pick slots observe
-    at each candidate: the global objective for centralized algorithms, client b's local objective
-    for BBO).  Regret of a round is the mean over the B picks of f* - f(x) with f the global objective.
-    """
+    js: Any                      # (B,) int32 candidate indices, in pick order
+    hs: Any                      # (B, K) the factors h of their rank-one terms (condition_cov)
+    cols: Any                    # (B, K) their columns c of Sigma, each conditioned on the earlier picks
+    dens: Any                    # (B,) their denominators d
+    extra: Any                   # the policy's state after the picks (on_choice)
+
+
+def start(static: Static, params, box, key, policy: Policy):
+    """(the run's candidates in ``box``'s [lo, hi] (K, D), the Carry before round 1)."""
     K, B = static.num_candidates, static.batch
     unit = unit_candidates(static, key)
-    points = to_box(objective, unit)
-    f_global, rewards = (v.astype(jnp.float32) for v in reward_values(objective, points))   # (K,), (K, B)
-    gaps = jnp.float32(objective.f_star) - f_global
-    scale = checkpoints.target_scale(objective, jnp.float32)
-    goals = checkpoints.targets(scale)
-    lam = policy.noise_var(params)
-    n_noise, n_policy = noise_words(B), policy.num_words(static)
-    slots = jnp.arange(B, dtype=jnp.int32)
+    kmat = kernel(static.kernel, squared_distances(static, unit), params.lengthscale)
+    trace_shape = (static.trace,) if B == 1 else (static.trace, B)
+    zeros = jnp.zeros((static.num_checkpoints,), jnp.float32)
+    carry = Carry(mean=jnp.zeros((K,), jnp.float32), cov=kmat, extra=policy.init(static, params),
+                  observed=jnp.zeros((K, B), bool), regret=(jnp.float32(0.0), jnp.float32(0.0)), curve=zeros,
+                  best=checkpoints.best_start(jnp.float32), best_curve=zeros, simple_curve=zeros,
+                  choices=jnp.full(trace_shape, -1, jnp.int32))
+    return to_box(box, unit), carry
 
-    def pick(t, draws, mean, observed, cov, b, state):
-        """Pick b of round t: the variances are conditioned on it at once, the covariance when the
-        round's picks are done, the mean after the round."""
+
+def round_words(static: Static, policy: Policy, key, t):
+    """(the noise's uniforms, the policy's draws) of round t (1-based)."""
+    n_noise = noise_words(static.batch)
+    w = words(key, t, n_noise + policy.num_words(static))
+    return unit_floats(w[:n_noise]), policy.draw(static, w[n_noise:])
+
+
+def select(static: Static, params, policy: Policy, carry: Carry, t, draws) -> Picks:
+    """Round t's picks: pick b sees the variances conditioned on picks 0..b-1 at once (the covariance
+    takes them all when the round's picks are done: :func:`condition_many`), the mean of the last
+    feedback."""
+    K, B = static.num_candidates, static.batch
+    lam = policy.noise_var(params)
+    observed = jnp.any(carry.observed, axis=1)
+
+    def pick(b, state):
         diag, extra, js, hs, cols, dens = state
         var = jnp.maximum(diag, 0.0)
-        j = policy.choose(static, params, Model(mean, var, cov, observed), extra, t, b, draws).astype(jnp.int32)
-        c = column(cov, hs, b, j)
+        j = policy.choose(static, params, Model(carry.mean, var, carry.cov, observed), extra, t, b,
+                          draws).astype(jnp.int32)
+        c = column(carry.cov, hs, b, j)
         d = c[j] + lam
         h = c / exact_sqrt(d)
         extra = policy.on_choice(params, extra, var[j])
         return diag - h * h, extra, js.at[b].set(j), hs.at[b].set(h), cols.at[b].set(c), dens.at[b].set(d)
 
-    def round_(t, carry: _Carry) -> _Carry:
-        w = words(key, t, n_noise + n_policy)
-        draws = policy.draw(static, w[n_noise:])
-        observed = jnp.any(carry.observed, axis=1)
-        state = (jnp.diagonal(carry.cov), carry.extra, jnp.zeros((B,), jnp.int32), jnp.zeros((B, K), jnp.float32),
-                 jnp.zeros((B, K), jnp.float32), jnp.ones((B,), jnp.float32))
-        body = lambda b, s: pick(t, draws, carry.mean, observed, carry.cov, b, s)
-        _, extra, js, hs, cols, dens = body(0, state) if B == 1 else jax.lax.fori_loop(0, B, body, state)
-        cov = condition_many(carry.cov, hs)
+    state = (jnp.diagonal(carry.cov), carry.extra, jnp.zeros((B,), jnp.int32), jnp.zeros((B, K), jnp.float32),
+             jnp.zeros((B, K), jnp.float32), jnp.ones((B,), jnp.float32))
+    _, extra, js, hs, cols, dens = pick(0, state) if B == 1 else jax.lax.fori_loop(0, B, pick, state)
+    return Picks(js, hs, cols, dens, extra)
 
-        y = observe(static.noise_kind, params.noise_scale, unit_floats(w[:n_noise]), rewards[js, slots])
 
-        def learn(b, me):
-            mean, extra = me
-            mean_new = condition_mean(mean, cols[b], dens[b], js[b], y[b])
-            return mean_new, policy.on_observation(params, extra, cols[b], dens[b], js[b], y[b])
+def learn(params, policy: Policy, mean, picks: Picks, y):
+    """(mean, the policy's state) conditioned on the picks' values y (B,), in pick order."""
+    def one(b, me):
+        mean, extra = me
+        p = picks
+        return (condition_mean(mean, p.cols[b], p.dens[b], p.js[b], y[b]),
+                policy.on_observation(params, extra, p.cols[b], p.dens[b], p.js[b], y[b]))
 
-        mean, extra = learn(0, (carry.mean, extra)) if B == 1 else jax.lax.fori_loop(0, B, learn, (carry.mean, extra))
-        regret = compensated_add(carry.regret, gaps[js[0]] if B == 1 else pairwise_mean(gaps[js]))
-        curve = checkpoints.record(carry.curve, params.checkpoint_rounds, t, regret[0])
-        best, best_curve = checkpoints.record_best(carry.best, carry.best_curve, params.checkpoint_rounds, t,
-                                                   gaps[js[0]] if B == 1 else jnp.min(gaps[js]), goals)
-        observed_now = carry.observed.at[js, slots].set(True)
-        # The recommendation after round t (argmax over the K candidates, small beside the round's
-        # K x K update), so that every checkpoint has its simple regret.
-        simple = gaps[policy.recommend(params, model(mean, cov, jnp.any(observed_now, axis=1)), extra)]
-        simple_curve = checkpoints.record(carry.simple_curve, params.checkpoint_rounds, t, simple)
-        choices = carry.choices
-        if static.trace:
-            row = jnp.minimum(t - 1, static.trace - 1)
-            chosen = js if B > 1 else js[0]
-            choices = choices.at[row].set(jnp.where(t <= static.trace, chosen, choices[row]))
-        return _Carry(mean, cov, extra, observed_now, regret, curve, best, best_curve, simple_curve, choices)
+    B = picks.js.shape[0]
+    return one(0, (mean, picks.extra)) if B == 1 else jax.lax.fori_loop(0, B, one, (mean, picks.extra))
 
-    kmat = kernel(static.kernel, squared_distances(static, unit), params.lengthscale)
-    trace_shape = (static.trace,) if B == 1 else (static.trace, B)
-    carry = _Carry(mean=jnp.zeros((K,), jnp.float32), cov=kmat, extra=policy.init(static, params),
-                   observed=jnp.zeros((K, B), bool), regret=(jnp.float32(0.0), jnp.float32(0.0)),
-                   curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
-                   best=checkpoints.best_start(jnp.float32), best_curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
-                   simple_curve=jnp.zeros((static.num_checkpoints,), jnp.float32),
-                   choices=jnp.full(trace_shape, -1, jnp.int32))
-    carry = jax.lax.fori_loop(jnp.int32(1), params.horizon + 1, round_, carry)
 
-    any_obs = jnp.any(carry.observed, axis=1)
-    flags = noise.value_flags(static.noise_kind, f_global, any_obs, rewards=False, f_star=objective.f_star) \
-        | noise.value_flags(static.noise_kind, rewards, carry.observed)
-    best = policy.recommend(params, model(carry.mean, carry.cov, any_obs), carry.extra)
+def tables(objective, points, reward_values: Callable, f_star=None):
+    """(f* - f, f, rewards) at the K candidates: f the global values (K,), rewards (K, B) what the
+    pick slots observe (``reward_values``, see :func:`simulate`); f* the objective's unless given.
+    A stepper books regret from the same table rather than at its asked points: f may end in a
+    product that XLA's CPU backend contracts with f* - f into an FMA here, and might not in a
+    subtraction at a few points."""
+    f, rewards = (v.astype(jnp.float32) for v in reward_values(objective, points))
+    return jnp.float32(objective.f_star if f_star is None else f_star) - f, f, rewards
+
+
+def book(static: Static, params, policy: Policy, carry: Carry, t, mean, cov, extra, js, gaps, gap_at, goals) -> Carry:
+    """The Carry after round t: the posterior (mean, cov, extra) and the book of its picks ``js``
+    with regrets ``gaps`` (B,); ``gap_at(j)``: the regret of candidate j (the recommendation's)."""
+    B = static.batch
+    regret = compensated_add(carry.regret, gaps[0] if B == 1 else pairwise_mean(gaps))
+    curve = checkpoints.record(carry.curve, params.checkpoint_rounds, t, regret[0])
+    best, best_curve = checkpoints.record_best(carry.best, carry.best_curve, params.checkpoint_rounds, t,
+                                               gaps[0] if B == 1 else jnp.min(gaps), goals)
+    observed = carry.observed.at[js, jnp.arange(B, dtype=jnp.int32)].set(True)
+    # The recommendation after round t (argmax over the K candidates, small beside the round's
+    # K x K update), so that every checkpoint has its simple regret.
+    simple = gap_at(policy.recommend(params, model(mean, cov, jnp.any(observed, axis=1)), extra))
+    simple_curve = checkpoints.record(carry.simple_curve, params.checkpoint_rounds, t, simple)
+    choices = carry.choices
+    if static.trace:
+        row = jnp.minimum(t - 1, static.trace - 1)
+        choices = choices.at[row].set(jnp.where(t <= static.trace, js if B > 1 else js[0], choices[row]))
+    return Carry(mean, cov, extra, observed, regret, curve, best, best_curve, simple_curve, choices)
+
+
+def finish(params, policy: Policy, carry: Carry, points, flags, scale) -> Outputs:
+    observed = jnp.any(carry.observed, axis=1)
+    best = policy.recommend(params, model(carry.mean, carry.cov, observed), carry.extra)
     return Outputs(curve=carry.curve, final_regret=carry.regret[0], flags=flags.astype(jnp.int32),
-                   recommendation=points[best], distinct=jnp.sum(any_obs.astype(jnp.int32)),
+                   recommendation=points[best], distinct=jnp.sum(observed.astype(jnp.int32)),
                    best_curve=carry.best_curve, hits=carry.best.hits, target_scale=scale,
                    simple_curve=carry.simple_curve, choices=carry.choices)
+
+
+def simulate(static: Static, params, objective, key, policy: Policy, reward_values: Callable) -> Outputs:
+    """One run of ``params.horizon`` rounds, every candidate evaluated up front.
+
+    reward_values(objective, points) -> ((K,) global values, (K, B) values the B pick slots observe
+    at each candidate: the global objective for centralized algorithms, client b's local objective
+    for BBO).  Regret of a round is the mean over the B picks of f* - f(x) with f the global objective.
+    """
+    B = static.batch
+    points, carry = start(static, params, objective, key, policy)
+    gaps, f_global, rewards = tables(objective, points, reward_values)
+    scale = checkpoints.target_scale(objective, jnp.float32)
+    goals = checkpoints.targets(scale)
+    slots = jnp.arange(B, dtype=jnp.int32)
+
+    def round_(t, carry: Carry) -> Carry:
+        u, draws = round_words(static, policy, key, t)
+        picks = select(static, params, policy, carry, t, draws)
+        cov = condition_many(carry.cov, picks.hs)
+        y = observe(static.noise_kind, params.noise_scale, u, rewards[picks.js, slots])
+        mean, extra = learn(params, policy, carry.mean, picks, y)
+        return book(static, params, policy, carry, t, mean, cov, extra, picks.js, gaps[picks.js],
+                    lambda j: gaps[j], goals)
+
+    carry = jax.lax.fori_loop(jnp.int32(1), params.horizon + 1, round_, carry)
+    observed = jnp.any(carry.observed, axis=1)
+    flags = noise.value_flags(static.noise_kind, f_global, observed, rewards=False, f_star=objective.f_star) \
+        | noise.value_flags(static.noise_kind, rewards, carry.observed)
+    return finish(params, policy, carry, points, flags, scale)
 
 
 def global_rewards(objective, points):

@@ -28,7 +28,7 @@ from typing import NamedTuple, Optional
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.gp import gp
+from fedpne_jax.algorithms.gp import gp, steps
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.noise import subgaussian_scale
 from fedpne_jax.core.validation import check_real
@@ -109,4 +109,5 @@ def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
 
 ALGORITHM = Algorithm(name="gpucb", config_type=GPUCBConfig, make_static=gp.make_static, make_params=make_params,
                       run_single=run_single, metrics=gp.METRICS, check=gp.check,
+                      steps=steps.hook(POLICY, gp.global_rewards),
                       styles=(("gpucb", Style("GP-UCB", "#8c564b", "X")),))

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.gp import gp
+from fedpne_jax.algorithms.gp import gp, steps
 from fedpne_jax.core import noise
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.counters import unit_floats
@@ -84,4 +84,5 @@ def run_single(static: gp.Static, params: Params, objective, key) -> gp.Outputs:
 
 ALGORITHM = Algorithm(name="kernelts", config_type=KernelTSConfig, make_static=gp.make_static,
                       make_params=make_params, run_single=run_single, metrics=gp.METRICS, check=gp.check,
+                      steps=steps.hook(POLICY, gp.global_rewards),
                       styles=(("kernelts", Style("KernelTS", "#9467bd", "P")),))
