@@ -20,8 +20,9 @@ with the first coordinate slowest (``itertools.product`` order); each dimension 
 in one dimension, 10 in two, 4 in three), at least 2, so the default arm count stays near the
 paper's one-dimensional K = 100 instead of growing as 100^D.
 
-The objective is deterministic, so every arm's global value and the M local values are evaluated once
-per run (:func:`run_arms`): a pull then only indexes a table.
+The objective is deterministic, so ``fp.run`` evaluates every arm's global value and the M local values
+once per run (:func:`run_arms`): a pull then only indexes a table.  An ask/tell run has only the
+values it is told; both read them through the same rules (each algorithm's ``steps``).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ import numpy as np
 from fedpne_jax.core import blocks
 from fedpne_jax.core.noise import reward, value_flags
 from fedpne_jax.core.validation import check_int
-from objectives.ordered import no_contraction
+from objectives.ordered import no_contraction, pairwise_mean
 
 DEFAULT_TOTAL = 100       # default arm count: the largest K^D not above this
 MAX_ARMS = 2**16          # K^D above this would make the per-run tables (K x M floats) unreasonably big
@@ -109,11 +110,32 @@ def unit(points, lo, hi):
     return (points - lo_) / (hi_ - lo_)
 
 
+def arms(key, lo, hi, k: int):
+    """(K, D) the run's arms: they depend on its key and the box only, so an ask/tell run that has no
+    objective builds the same ones."""
+    return grid(start_offsets(key, len(lo)), lo, hi, k)
+
+
+def every_value(objective, points):
+    """(global values (K,), local values (K, M)) at every arm, the tables ``fp.run``'s rules read
+    (see :func:`no_contraction`)."""
+    g, local = blocks.every_point(objective, objective.values_and_locals, points)
+    return no_contraction(g), no_contraction(local)
+
+
 def run_arms(key, objective, k: int):
     """(arms (K, D), global values (K,), local values (K, M)) of one run (see :func:`no_contraction`)."""
-    points = grid(start_offsets(key, objective.dim), objective.lo, objective.hi, k)
-    g, local = blocks.every_point(objective, objective.values_and_locals, points)
-    return points, no_contraction(g), no_contraction(local)
+    points = arms(key, objective.lo, objective.hi, k)
+    return (points,) + every_value(objective, points)
+
+
+def booked(objective, points, told):
+    """The values an ask/tell run books at arms ``points`` (B, D) whose clients told means ``told``
+    (M, B): the objective's noise-free global values when it has an Objective (``fp.run`` books
+    those), else the clients' average of the told means (the global objective is their average)."""
+    if objective is None:
+        return pairwise_mean(told.T)
+    return no_contraction(jax.vmap(objective.global_value)(points).astype(told.dtype))
 
 
 def flags(noise_kind: str, global_values, local_values, pulled, f_star: float | None = None):

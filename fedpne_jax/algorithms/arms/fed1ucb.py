@@ -41,12 +41,20 @@ Simplifications and choices, all exact or stated:
 * f = max(1, ceil(kappa ln T)) (T = 1 would give f = 0).
 * ``recommendation``: the active arm with the largest server mean after the last completed phase (the
   committed arm once one is left); arm 0 if no phase completed.
+
+Ask/tell (:func:`steps`): a step is a phase, each client's pulls of the active arms in pull order
+((M, K) slots; f each, fewer in a phase cut at T), told as each client's mean of them, then the
+commitment as one step (T - t pulls of the last arm).  ``fp.run`` reads its rewards and regret from
+tables of every arm's values; the stepper has only the told means (and, with an Objective, its
+noise-free global values at the pulled arms for the book), and both apply :func:`plan`,
+:func:`upload`, :func:`advance`, :func:`commit` and :func:`finish`.  With a box, the book's f at an
+arm is the clients' average of their told means.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -58,6 +66,7 @@ from fedpne_jax.core import pulls as pulls_lib
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
 from fedpne_jax.core.noise import subgaussian_scale
+from fedpne_jax.core.stepper import Space, Steps
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import exact_sqrt, first_argmax, inclusive_scan, pairwise_mean, prefix_min
 
@@ -121,6 +130,16 @@ class Static:
     @property
     def num_arms(self) -> int:
         return self.per_dim ** self.dim
+
+    @property
+    def chunk(self) -> int:
+        """Active arms drawn together."""
+        return min(self.num_arms, PULL_CHUNK)
+
+    @property
+    def width(self) -> int:
+        """A phase's pull order's length: K rounded up to whole chunks."""
+        return -(-self.num_arms // self.chunk) * self.chunk
 
 
 class Params(NamedTuple):
@@ -196,11 +215,18 @@ def communicate(kind: str, key, scale, pulls, local, order, count, chunks, chunk
             fresh = arm_grid.observe_flat(jax.random.fold_in(key, c), kind, scale / exact_sqrt(f), vals)
         else:
             fresh = jax.lax.dynamic_slice(sums, (c * chunk, 0), (chunk, M)) / f
-        old = jnp.take(means, rows, axis=0, mode="fill", fill_value=0.0)
-        new = old + (fresh - old) / phase.astype(old.dtype)       # all active arms have p f pulls
-        return means.at[rows].set(new, mode="drop"), server.at[rows].set(pairwise_mean(new), mode="drop")
+        return upload(means, server, rows, fresh, phase)
 
     return jax.lax.fori_loop(0, chunks, one_chunk, (means, server))
+
+
+def upload(means, server, rows, fresh, phase):
+    """The server's side of phase ``phase``'s uploads at arms ``rows`` (K: none): each client's
+    running mean (``means`` (K, M)) gains its phase mean ``fresh`` (len(rows), M) (every active arm
+    has p f pulls), and the server averages the clients' means."""
+    old = jnp.take(means, rows, axis=0, mode="fill", fill_value=0.0)
+    new = old + (fresh - old) / phase.astype(old.dtype)
+    return means.at[rows].set(new, mode="drop"), server.at[rows].set(pairwise_mean(new), mode="drop")
 
 
 def recommend(active, server):
@@ -224,104 +250,222 @@ class _State(NamedTuple):
     eliminated: jax.Array   # (K,) int32
 
 
+def start(static: Static, params: Params) -> _State:
+    K, M = static.num_arms, static.num_clients
+    cps = params.checkpoint_rounds
+    return _State(t=jnp.int32(0), regret=jnp.float32(0.0), curve=jnp.zeros(cps.shape, jnp.float32),
+                  best=checkpoints.best_start(jnp.float32), best_curve=jnp.zeros(cps.shape, jnp.float32),
+                  simple_curve=jnp.zeros(cps.shape, jnp.float32), active=jnp.ones(K, bool),
+                  means=jnp.zeros((K, M), jnp.float32), server=jnp.zeros(K, jnp.float32), phases=jnp.int32(0),
+                  uploads=jnp.int32(0), pulled=jnp.zeros(K, bool), eliminated=jnp.zeros(K, jnp.int32))
+
+
+def in_phases(params: Params, s: _State):
+    """Whether the next rounds are a phase (more than one arm active), not the commitment."""
+    return (s.t < params.horizon) & (jnp.sum(s.active, dtype=jnp.int32) > 1)
+
+
+class Phase(NamedTuple):
+    count: jax.Array        # active arms
+    order: jax.Array        # (width,) the active arms in pull order, then K
+    end: jax.Array          # its last round (cut at T)
+    complete: jax.Array     # it fits before T: it uploads and eliminates
+
+
+def plan(static: Static, params: Params, s: _State) -> Phase:
+    """The phase that starts after round s.t."""
+    count = jnp.sum(s.active, dtype=jnp.int32)
+    order = jnp.nonzero(s.active, size=static.width, fill_value=static.num_arms)[0]
+    length = count * params.pulls
+    remaining = params.horizon - s.t
+    return Phase(count, order, s.t + jnp.minimum(length, remaining), length <= remaining)
+
+
+def rank_pulls(static: Static, params: Params, s: _State, ph: Phase):
+    """(K,) each client's pulls of the arm of each rank of ``ph.order`` in the rounds s.t + 1 .. T at
+    most: a phase's f per active arm (fewer in a phase cut at T), or, with one arm left, T - s.t of it."""
+    f, T = params.pulls, params.horizon
+    ranks = jnp.arange(static.num_arms, dtype=jnp.int32)
+    phase = jnp.clip(ph.end - s.t - ranks * f, 0, f)
+    return jnp.where(in_phases(params, s), phase, jnp.where(ranks == 0, T - s.t, 0))
+
+
+def advance(static: Static, params: Params, s: _State, ph: Phase, gap_rank, gap, means, server, goals) -> _State:
+    """``s`` after phase ``ph``: its regret (``gap_rank`` (K,): f* - f of the arm of each rank of
+    ``ph.order``, 0 past the active ones) booked, and, if it completed, the clients' means and the
+    server's (``means``, ``server``, after :func:`upload`) read by the elimination.  ``gap`` (K,): f* - f
+    of the arms, read at the recommendations (arms pulled by then)."""
+    f, cps = params.pulls, params.checkpoint_rounds
+    K, M = static.num_arms, static.num_clients
+    count, order, end, complete = ph
+    # Regret: arm order[j] is pulled in rounds t + j f + 1 .. t + (j + 1) f.  blocks[j] is the regret
+    # of the first j + 1 blocks.  (The selects keep products and sums out of one FMA; see
+    # arms.no_contraction.)
+    blocks = inclusive_scan(jnp.where(jnp.arange(K) < count, gap_rank * f.astype(gap_rank.dtype), 0.0))
+
+    def regret_until(r):
+        """Regret of this phase's rounds s.t < round <= r, for rounds r (any shape)."""
+        d = jnp.clip(r - s.t, 0, end - s.t)
+        j = d // f
+        part = d - j * f
+        before = jnp.where(j > 0, blocks[jnp.clip(j - 1, 0, K - 1)], 0.0)
+        return before + jnp.where(part > 0, part.astype(gap_rank.dtype) * gap_rank[jnp.minimum(j, K - 1)], 0.0)
+
+    inside = checkpoints.within(cps, s.t, end)
+    curve = jnp.where(inside, s.regret + regret_until(cps), s.curve)
+    regret = s.regret + regret_until(end)
+
+    # Best-so-far: the smallest gap of the blocks begun by round r (a min, exact in any order).
+    firsts = prefix_min(jnp.where(jnp.arange(K) < count, gap_rank, jnp.inf))
+
+    def best_until(r):
+        return jnp.minimum(s.best.value, firsts[jnp.minimum((jnp.clip(r - s.t, 1, end - s.t) - 1) // f, K - 1)])
+
+    begun = (end - s.t + f - 1) // f
+    first = jnp.searchsorted(-firsts, -goals, side="left").astype(jnp.int32)     # (51,) block reaching it
+    hits = jnp.where((s.best.hits == checkpoints.NOT_REACHED) & (first < begun), s.t + first * f + 1, s.best.hits)
+    so_far = checkpoints.Best(best_until(end), hits)
+    best_curve = jnp.where(inside, best_until(cps), s.best_curve)
+    started = jnp.arange(static.width) * f < end - s.t                  # blocks that began before the end
+    pulled = s.pulled.at[order].max(started, mode="drop")
+
+    # Elimination (complete phases only).
+    p = s.phases + 1
+    bound = jnp.sqrt(params.bound / (p * f).astype(server.dtype))
+    best = jnp.max(jnp.where(s.active, server, -jnp.inf))
+    keep = jnp.where(complete, s.active & ~(server + bound < best - bound), s.active)
+    # The recommendation changes when the phase completes, after its last round.
+    before, after = gap[recommend(s.active, s.server)], gap[recommend(keep, server)]
+    simple_curve = checkpoints.record_span(s.simple_curve, cps, s.t, end, before, jnp.where(complete, after, before))
+    return _State(t=end, regret=regret, curve=curve, best=so_far, best_curve=best_curve,
+                  simple_curve=simple_curve, active=keep, means=means, server=server,
+                  phases=jnp.where(complete, p, s.phases),
+                  uploads=jnp.where(complete, s.uploads + M * count, s.uploads), pulled=pulled,
+                  eliminated=jnp.where(s.active & ~keep, p, s.eliminated))
+
+
+def commit(static: Static, params: Params, s: _State, gap, goals) -> _State:
+    """``s`` at T after the commitment: the last arm pulled from round s.t + 1 on (nothing happens if
+    the phases ended at T).  ``gap`` (K,): f* - f of the arms (read at the active one)."""
+    T, cps, K = params.horizon, params.checkpoint_rounds, static.num_arms
+    last = jnp.argmax(s.active)
+    committed = s.t < T
+    # (the select keeps XLA from fusing the product and the sum into an FMA; see arms.no_contraction)
+    tail = lambda r: s.regret + jnp.where(r > s.t, (r - s.t).astype(jnp.float32) * gap[last], 0.0)
+    committed_best = checkpoints.best_step(s.best, s.t + 1, gap[last], goals, committed)
+    return s._replace(t=jnp.maximum(s.t, T), regret=tail(T), curve=jnp.where(cps > s.t, tail(cps), s.curve),
+                      best=committed_best, best_curve=jnp.where(cps > s.t, committed_best.value, s.best_curve),
+                      pulled=s.pulled | (committed & (jnp.arange(K) == last)),
+                      simple_curve=jnp.where(cps > s.t, gap[recommend(s.active, s.server)], s.simple_curve))
+
+
+def finish(s: _State, points, scale, flags) -> Outputs:
+    """The Outputs of a run ended at T (after :func:`commit`)."""
+    return Outputs(curve=s.curve, final_regret=s.regret, flags=flags, phases=s.phases, uploads=s.uploads,
+                   arms_left=jnp.sum(s.active, dtype=jnp.int32), recommendation=points[recommend(s.active, s.server)],
+                   eliminated=s.eliminated, best_curve=s.best_curve, hits=s.best.hits, target_scale=scale,
+                   simple_curve=s.simple_curve)
+
+
 def run_single(static: Static, params: Params, objective, key) -> Outputs:
     points, values, local = arm_grid.run_arms(key, objective, static.per_dim)
     gap = jnp.float32(objective.f_star) - values
     scale = checkpoints.target_scale(objective, jnp.float32)
     goals = checkpoints.targets(scale)
-    T, f, cps = params.horizon, params.pulls, params.checkpoint_rounds
+    f = params.pulls
     noise_key = jax.random.fold_in(key, NOISE_STREAM)
-    K, M = static.num_arms, static.num_clients
-
-    chunk = min(K, PULL_CHUNK)
-    width = -(-K // chunk) * chunk
+    K, chunk = static.num_arms, static.chunk
 
     def phase(s: _State) -> _State:
-        count = jnp.sum(s.active, dtype=jnp.int32)
-        order = jnp.nonzero(s.active, size=width, fill_value=K)[0]    # the phase's arms, in pull order
-        length = count * f
-        remaining = T - s.t
-        complete = length <= remaining
-        end = s.t + jnp.minimum(length, remaining)
-
-        # Regret: arm order[j] is pulled in rounds t + j f + 1 .. t + (j + 1) f.  blocks[j] is the regret
-        # of the first j + 1 blocks.  (The selects keep products and sums out of one FMA; see
-        # arms.no_contraction.)
-        gap_rank = jnp.take(gap, order[:K], mode="fill", fill_value=0.0)
-        blocks = inclusive_scan(jnp.where(jnp.arange(K) < count, gap_rank * f.astype(gap.dtype), 0.0))
-
-        def regret_until(r):
-            """Regret of this phase's rounds s.t < round <= r, for rounds r (any shape)."""
-            d = jnp.clip(r - s.t, 0, end - s.t)
-            j = d // f
-            part = d - j * f
-            before = jnp.where(j > 0, blocks[jnp.clip(j - 1, 0, K - 1)], 0.0)
-            return before + jnp.where(part > 0, part.astype(gap.dtype) * gap_rank[jnp.minimum(j, K - 1)], 0.0)
-
-        inside = checkpoints.within(cps, s.t, end)
-        curve = jnp.where(inside, s.regret + regret_until(cps), s.curve)
-        regret = s.regret + regret_until(end)
-
-        # Best-so-far: the smallest gap of the blocks begun by round r (a min, exact in any order).
-        firsts = prefix_min(jnp.where(jnp.arange(K) < count, gap_rank, jnp.inf))
-
-        def best_until(r):
-            return jnp.minimum(s.best.value, firsts[jnp.minimum((jnp.clip(r - s.t, 1, end - s.t) - 1) // f, K - 1)])
-
-        begun = (end - s.t + f - 1) // f
-        first = jnp.searchsorted(-firsts, -goals, side="left").astype(jnp.int32)     # (51,) block reaching it
-        hits = jnp.where((s.best.hits == checkpoints.NOT_REACHED) & (first < begun), s.t + first * f + 1, s.best.hits)
-        so_far = checkpoints.Best(best_until(end), hits)
-        best_curve = jnp.where(inside, best_until(cps), s.best_curve)
-        started = jnp.arange(width) * f < end - s.t                     # blocks that began before the end
-        pulled = s.pulled.at[order].max(started, mode="drop")
-
-        # Communication (complete phases only): running means, server average, elimination.
+        ph = plan(static, params, s)
+        gap_rank = jnp.take(gap, ph.order[:K], mode="fill", fill_value=0.0)
         p = s.phases + 1
-        chunks = jnp.where(complete, -(-count // chunk), 0)
+        chunks = jnp.where(ph.complete, -(-ph.count // chunk), 0)
         means, server = communicate(static.noise_kind, jax.random.fold_in(noise_key, p), params.noise_scale, f,
-                                    local, order, count, chunks, chunk, s.means, s.server, p)
-        bound = jnp.sqrt(params.bound / (p * f).astype(server.dtype))
-        best = jnp.max(jnp.where(s.active, server, -jnp.inf))
-        keep = jnp.where(complete, s.active & ~(server + bound < best - bound), s.active)
-        # The recommendation changes when the phase completes, after its last round.
-        before, after = gap[recommend(s.active, s.server)], gap[recommend(keep, server)]
-        simple_curve = checkpoints.record_span(s.simple_curve, cps, s.t, end, before,
-                                               jnp.where(complete, after, before))
-        return _State(t=end, regret=regret, curve=curve, best=so_far, best_curve=best_curve,
-                      simple_curve=simple_curve, active=keep, means=means, server=server,
-                      phases=jnp.where(complete, p, s.phases),
-                      uploads=jnp.where(complete, s.uploads + M * count, s.uploads), pulled=pulled,
-                      eliminated=jnp.where(s.active & ~keep, p, s.eliminated))
+                                    local, ph.order, ph.count, chunks, chunk, s.means, s.server, p)
+        return advance(static, params, s, ph, gap_rank, gap, means, server, goals)
 
-    init = _State(t=jnp.int32(0), regret=jnp.float32(0.0), curve=jnp.zeros(cps.shape, jnp.float32),
-                  best=checkpoints.best_start(jnp.float32), best_curve=jnp.zeros(cps.shape, jnp.float32),
-                  simple_curve=jnp.zeros(cps.shape, jnp.float32), active=jnp.ones(K, bool), means=jnp.zeros((K, M), jnp.float32),
-                  server=jnp.zeros(K, jnp.float32), phases=jnp.int32(0), uploads=jnp.int32(0),
-                  pulled=jnp.zeros(K, bool), eliminated=jnp.zeros(K, jnp.int32))
-    s = jax.lax.while_loop(lambda s: (s.t < T) & (jnp.sum(s.active, dtype=jnp.int32) > 1), phase, init)
+    s = jax.lax.while_loop(lambda s: in_phases(params, s), phase, start(static, params))
+    s = commit(static, params, s, gap, goals)
+    return finish(s, points, scale, arm_grid.flags(static.noise_kind, values, local, s.pulled, objective.f_star))
 
-    # Commitment: the last arm until T (nothing happens if the loop ended at T).
-    last = jnp.argmax(s.active)
-    committed = s.t < T
-    # (the select keeps XLA from fusing the product and the sum into an FMA; see arms.no_contraction)
-    tail = lambda r: s.regret + jnp.where(r > s.t, (r - s.t).astype(jnp.float32) * gap[last], 0.0)
-    curve = jnp.where(cps > s.t, tail(cps), s.curve)
-    final = tail(T)
-    committed_best = checkpoints.best_step(s.best, s.t + 1, gap[last], goals, committed)
-    best_curve = jnp.where(cps > s.t, committed_best.value, s.best_curve)
-    pulled = s.pulled | (committed & (jnp.arange(K) == last))
-    best = recommend(s.active, s.server)
-    return Outputs(curve=curve, final_regret=final,
-                   flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
-                   phases=s.phases, uploads=s.uploads, arms_left=jnp.sum(s.active, dtype=jnp.int32),
-                   recommendation=points[best], eliminated=s.eliminated, best_curve=best_curve,
-                   hits=committed_best.hits, target_scale=scale,
-                   simple_curve=jnp.where(cps > s.t, gap[best], s.simple_curve))
+
+# ---------------------------------------------------------------- ask/tell
+
+class Run(NamedTuple):
+    state: _State
+    points: jax.Array       # (K, D) the arms
+    gap: jax.Array          # (K,) f* - f booked at each arm when it was last told (NaN before)
+    flags: jax.Array        # () int32 the told values' flags
+    scale: jax.Array        # the best-so-far targets' scale
+    space: Any              # the space's Objective as data (None for a box), as fp.run passes it
+
+
+def steps(static: Static, params: Params, space: Space) -> Steps:
+    """A step is a phase: every client pulls each active arm f times (``counts`` f, or fewer in a
+    phase cut at T; (M, K) slots, the active arms in pull order), and tells its mean of them; once one
+    arm is left, the commitment: every client pulls it until T.  The rules are :func:`run_single`'s
+    (plan, upload, advance, commit, finish), so a run told the clients' noise-free local values is
+    ``fp.run``'s, bit for bit."""
+    K, M = static.num_arms, static.num_clients
+    T = params.horizon
+    dtype = jnp.float32
+    f_star = space.f_star_as(dtype)
+
+    def init(key):
+        scale = space.target_scale(dtype)
+        points = arm_grid.arms(key, space.lo, space.hi, static.per_dim)
+        return Run(start(static, params), points, jnp.full(K, jnp.nan, dtype), jnp.int32(0), scale, space.objective)
+
+    def query(run: Run):
+        s = run.state
+        ph = plan(static, params, s)
+        rows = ph.order[:K]
+        return ph, rows, rank_pulls(static, params, s, ph)
+
+    def ask(step, run: Run):
+        _, rows, pulls = query(run)
+        points = run.points[jnp.minimum(rows, K - 1)]
+        return (jnp.broadcast_to(points, (M,) + points.shape), jnp.broadcast_to(pulls, (M, K)).astype(jnp.int32),
+                run)
+
+    def tell(step, run: Run, points, counts, values, valid):
+        s = run.state
+        ph, rows, pulls = query(run)
+        live = valid & (s.t < T)
+        told = pulls > 0
+        f = arm_grid.booked(run.space, run.points[jnp.minimum(rows, K - 1)], values)
+        gap_rank = jnp.where(told, f_star - f, 0.0)
+        gap = run.gap.at[jnp.where(live & told, rows, K)].set(gap_rank, mode="drop")
+        flags = run.flags | jnp.where(live, arm_grid.flags(static.noise_kind, f, values.T, told,
+                                                           None if run.space is None else space.f_star), 0)
+        goals = checkpoints.targets(run.scale)
+        phase = in_phases(params, s)
+        # Only a complete phase uploads; a stale tell uploads nowhere (rows K are dropped).
+        uploaded = jnp.where(live & phase & ph.complete, rows, K)
+        means, server = upload(s.means, s.server, uploaded, values.T, s.phases + 1)
+        new = jax.lax.cond(phase, lambda: advance(static, params, s, ph, gap_rank, gap, means, server, goals),
+                           lambda: commit(static, params, s, gap, goals))
+        new = jax.tree.map(lambda a, b: jnp.where(live, a, b), new._replace(means=s.means, server=s.server), s)
+        return run._replace(state=new._replace(means=means, server=server), gap=gap, flags=flags)
+
+    def recommend_(step, run: Run):
+        return run.points[recommend(run.state.active, run.state.server)]
+
+    def done(step, run: Run):
+        return run.state.t >= T
+
+    def outputs(step, run: Run):
+        return finish(run.state, run.points, run.scale, run.flags)
+
+    def failed(run: Run):
+        return jnp.bool_(False)
+
+    return Steps(init, ask, tell, recommend_, done, outputs, failed, (M, K))
 
 
 ALGORITHM = Algorithm(name="fed1ucb", config_type=Fed1UCBConfig, make_static=make_static,
                       make_params=make_params, run_single=run_single,
                       metrics=("phases", "uploads", "arms_left", "recommendation") + checkpoints.MEASURES,
-                      federated=True, check=check,
+                      federated=True, check=check, steps=steps,
                       styles=(("fed1ucb", Style("Fed1-UCB", "#2ca02c", "^")),))

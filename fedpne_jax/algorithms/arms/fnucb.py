@@ -51,11 +51,17 @@ Simplifications, stated:
 * ``recommendation``: the arm pulled most often (lowest index on ties).  ``phases``: communication
   rounds (= T).  Messages per round and client: W_new and V_local^-1 (p^2 each), B_new (p), the
   network (p) when trained; not counted per seed.
+
+Ask/tell (:func:`steps`): a step is a round, every client asked one pull of the round's arm ((M, 1)
+slots) and told its reward; ``fp.run`` and the stepper apply :func:`start`, :func:`select`,
+:func:`update` and :func:`finish`, ``fp.run`` reading rewards from tables of every arm's values, the
+stepper from the told values (the book: the Objective's noise-free global value at the arm, or with a
+box the clients' average of the told values).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -66,6 +72,7 @@ from fedpne_jax.algorithms.arms import arm_grid as arm_grid
 from fedpne_jax.core import checkpoints
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
+from fedpne_jax.core.stepper import Space, Steps
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import exact_sqrt, first_argmax, pairwise_mean, pairwise_sum
 from objectives.stored import stored
@@ -337,73 +344,161 @@ class _State(NamedTuple):
     simple_curve: jax.Array
 
 
+def start(static: Static, params: Params, key, points, lo, hi):
+    """(X, the state before round 0): X (K, D) the arms ``points`` rescaled to [0, 1]^D, the
+    network's initial weights from ``key``."""
+    X = arm_grid.unit(points, lo, hi)
+    K, M = static.num_arms, static.num_clients
+    cps = params.checkpoint_rounds
+    theta0 = init_net(jax.random.fold_in(key, INIT_STREAM), static.dim, static.width)
+    w0 = features(theta0, X) / exact_sqrt(params.lam)
+    return X, _State(w=jnp.stack([w0, w0]), b=jnp.zeros(w0.shape[1], jnp.float32),
+                     nets=jax.tree.map(lambda x: jnp.broadcast_to(x, (M,) + x.shape), theta0),
+                     agg_values=forward(theta0, X), counts=jnp.zeros(K, jnp.float32),
+                     sums=jnp.zeros((M, K), jnp.float32), pulls=jnp.zeros(K, jnp.int32),
+                     regret=jnp.float32(0.0), curve=jnp.zeros(cps.shape, jnp.float32),
+                     best=checkpoints.best_start(jnp.float32), best_curve=jnp.zeros(cps.shape, jnp.float32),
+                     simple_curve=jnp.zeros(cps.shape, jnp.float32))
+
+
+def select(static: Static, params: Params, t, s: _State):
+    """Round t's arm (every client pulls it)."""
+    alpha = jnp.clip((t - static.alpha_delay).astype(jnp.float32) / jnp.float32(static.alpha_ramp), 0.0, 1.0)
+    sqrt_lam = jnp.sqrt(params.lam)
+    q, mean, q_local = ucb_terms(s.w, s.b)
+    ucb_b = mean + params.nu * sqrt_lam * jnp.sqrt(jnp.maximum(q, 0.0))
+    ucb_a = s.agg_values + params.nu2 * sqrt_lam * jnp.sqrt(jnp.maximum(q_local, 0.0))
+    return first_argmax(jnp.where(alpha > 0, alpha * ucb_a + (1.0 - alpha) * ucb_b, ucb_b))
+
+
+def update(static: Static, params: Params, t, s: _State, k, rewards, gap_k, gap, X, goals, live=None) -> _State:
+    """``s`` after round t: arm k pulled, the clients' rewards ``rewards`` (M,), its regret ``gap_k``
+    (f* - f(x_k)); ``gap`` (K,) f* - f of the arms, read at the most pulled one (pulled by then).
+    ``live`` (an ask/tell run's): unless it holds, nothing is written (a scale of 0 leaves the
+    whitened features as they are; the training branch still depends on t alone)."""
+    M, delay, until = static.num_clients, static.alpha_delay, static.train_until
+    gate = (lambda new, old: new) if live is None else (lambda new, old: jnp.where(live, new, old))
+    scales = jnp.array([M, 1.0], jnp.float32)      # V_bar gains every client's pull, V_local one
+    reward_sum = pairwise_sum(rewards)
+    if live is not None:
+        scales, reward_sum = jnp.where(live, scales, 0.0), jnp.where(live, reward_sum, 0.0)
+    w, v, c = whitened_update(s.w, k, scales)
+    b = whitened_reward(s.b, v[0], c[0], reward_sum)
+
+    in_history = (t >= delay) & (t < until)
+    written = in_history if live is None else in_history & live
+    counts = s.counts.at[k].add(jnp.where(written, 1.0, 0.0))
+    sums = s.sums.at[:, k].add(jnp.where(written, rewards, 0.0))
+    n = t - delay + 1
+
+    def trained():
+        nets = train(s.nets, X, counts, sums, n.astype(jnp.float32), static.train_steps, params.lr,
+                     params.lam / n.astype(jnp.float32))
+        return nets, forward(average(nets), X)
+
+    # t is the loop index (the step), the same for every run, so this stays a branch under vmap.
+    nets, agg_values = jax.lax.cond(in_history & (n % static.train_every == 0), trained,
+                                    lambda: (s.nets, s.agg_values))
+    regret = s.regret + gap_k
+    pulls = s.pulls.at[k].add(1)
+    cps = params.checkpoint_rounds
+    simple_curve = checkpoints.record(s.simple_curve, cps, t + 1, gap[first_argmax(pulls)])
+    best, best_curve = checkpoints.record_best(s.best, s.best_curve, cps, t + 1, gap_k, goals)
+    small = jax.tree.map(gate, (nets, agg_values, pulls, regret, checkpoints.record(s.curve, cps, t + 1, regret),
+                                best, best_curve, simple_curve),
+                         (s.nets, s.agg_values, s.pulls, s.regret, s.curve, s.best, s.best_curve, s.simple_curve))
+    nets, agg_values, pulls, regret, curve, best, best_curve, simple_curve = small
+    return _State(w=w, b=b, nets=nets, agg_values=agg_values, counts=counts, sums=sums, pulls=pulls, regret=regret,
+                  curve=curve, best=best, best_curve=best_curve, simple_curve=simple_curve)
+
+
+def finish(static: Static, s: _State, points, scale, flags) -> Outputs:
+    pulled = s.pulls > 0
+    return Outputs(curve=s.curve, final_regret=s.regret, flags=flags, phases=jnp.int32(static.horizon),
+                   recommendation=points[first_argmax(s.pulls)], arms_pulled=jnp.sum(pulled, dtype=jnp.int32),
+                   best_curve=s.best_curve, hits=s.best.hits, target_scale=scale, simple_curve=s.simple_curve)
+
+
 def run_single(static: Static, params: Params, objective, key) -> Outputs:
     points, values, local = arm_grid.run_arms(key, objective, static.per_dim)
-    X = arm_grid.unit(points, objective.lo, objective.hi)
+    X, init = start(static, params, key, points, objective.lo, objective.hi)
     gap = jnp.float32(objective.f_star) - values
     scale = checkpoints.target_scale(objective, jnp.float32)
     goals = checkpoints.targets(scale)
-    K, M = static.num_arms, static.num_clients
-    theta0 = init_net(jax.random.fold_in(key, INIT_STREAM), static.dim, static.width)
-    w0 = features(theta0, X) / exact_sqrt(params.lam)
     noise_key = jax.random.fold_in(key, NOISE_STREAM)
-    sqrt_lam = jnp.sqrt(params.lam)
-    scales = jnp.array([M, 1.0], jnp.float32)      # V_bar gains every client's pull, V_local one
-    delay, until = static.alpha_delay, static.train_until
 
     def round_(t, s: _State) -> _State:
-        alpha = jnp.clip((t - delay).astype(jnp.float32) / jnp.float32(static.alpha_ramp), 0.0, 1.0)
-        q, mean, q_local = ucb_terms(s.w, s.b)
-        ucb_b = mean + params.nu * sqrt_lam * jnp.sqrt(jnp.maximum(q, 0.0))
-        ucb_a = s.agg_values + params.nu2 * sqrt_lam * jnp.sqrt(jnp.maximum(q_local, 0.0))
-        k = first_argmax(jnp.where(alpha > 0, alpha * ucb_a + (1.0 - alpha) * ucb_b, ucb_b))
-
+        k = select(static, params, t, s)
         rewards = arm_grid.observe_flat(jax.random.fold_in(noise_key, t), static.noise_kind, params.noise_scale,
                                         local[k])
-        w, v, c = whitened_update(s.w, k, scales)
-        b = whitened_reward(s.b, v[0], c[0], pairwise_sum(rewards))
+        return update(static, params, t, s, k, rewards, gap[k], gap, X, goals)
 
-        in_history = (t >= delay) & (t < until)
-        counts = s.counts.at[k].add(jnp.where(in_history, 1.0, 0.0))
-        sums = s.sums.at[:, k].add(jnp.where(in_history, rewards, 0.0))
-        n = t - delay + 1
-
-        def trained():
-            nets = train(s.nets, X, counts, sums, n.astype(jnp.float32), static.train_steps, params.lr,
-                         params.lam / n.astype(jnp.float32))
-            return nets, forward(average(nets), X)
-
-        # t is the loop index, the same for every run, so this stays a branch under vmap.
-        nets, agg_values = jax.lax.cond(in_history & (n % static.train_every == 0), trained,
-                                        lambda: (s.nets, s.agg_values))
-        regret = s.regret + gap[k]
-        pulls = s.pulls.at[k].add(1)
-        simple_curve = checkpoints.record(s.simple_curve, params.checkpoint_rounds, t + 1, gap[first_argmax(pulls)])
-        best, best_curve = checkpoints.record_best(s.best, s.best_curve, params.checkpoint_rounds, t + 1, gap[k], goals)
-        return _State(w=w, b=b, nets=nets, agg_values=agg_values, counts=counts, sums=sums,
-                      pulls=pulls, regret=regret,
-                      curve=checkpoints.record(s.curve, params.checkpoint_rounds, t + 1, regret), best=best,
-                      best_curve=best_curve, simple_curve=simple_curve)
-
-    init = _State(w=jnp.stack([w0, w0]), b=jnp.zeros(w0.shape[1], jnp.float32),
-                  nets=jax.tree.map(lambda x: jnp.broadcast_to(x, (M,) + x.shape), theta0),
-                  agg_values=forward(theta0, X), counts=jnp.zeros(K, jnp.float32),
-                  sums=jnp.zeros((M, K), jnp.float32), pulls=jnp.zeros(K, jnp.int32),
-                  regret=jnp.float32(0.0), curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32),
-                  best=checkpoints.best_start(jnp.float32),
-                  best_curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32),
-                  simple_curve=jnp.zeros(params.checkpoint_rounds.shape, jnp.float32))
     s = jax.lax.fori_loop(0, static.horizon, round_, init)
-    pulled = s.pulls > 0
-    return Outputs(curve=s.curve, final_regret=s.regret,
-                   flags=arm_grid.flags(static.noise_kind, values, local, pulled, objective.f_star),
-                   phases=jnp.int32(static.horizon), recommendation=points[first_argmax(s.pulls)],
-                   arms_pulled=jnp.sum(pulled, dtype=jnp.int32), best_curve=s.best_curve, hits=s.best.hits,
-                   target_scale=scale, simple_curve=s.simple_curve)
+    flags = arm_grid.flags(static.noise_kind, values, local, s.pulls > 0, objective.f_star)
+    return finish(static, s, points, scale, flags)
+
+
+# ---------------------------------------------------------------- ask/tell
+
+class Run(NamedTuple):
+    state: _State
+    k: jax.Array            # the asked round's arm
+    points: jax.Array       # (K, D) the arms
+    X: jax.Array            # (K, D) rescaled to [0, 1]^D
+    gap: jax.Array          # (K,) f* - f booked at each arm when it was last told (NaN before)
+    flags: jax.Array        # () int32 the told values' flags
+    scale: jax.Array        # the best-so-far targets' scale
+    space: Any              # the space's Objective as data (None for a box), as fp.run passes it
+
+
+def steps(static: Static, params: Params, space: Space) -> Steps:
+    """A step is a round: every client pulls the round's arm once ((M, 1) slots) and tells its
+    reward.  The rules are :func:`run_single`'s (start, select, update, finish), so a run told the
+    clients' noise-free local values is ``fp.run``'s, bit for bit."""
+    K, M, T = static.num_arms, static.num_clients, static.horizon
+    dtype = jnp.float32
+    f_star = space.f_star_as(dtype)
+
+    def init(key):
+        points = arm_grid.arms(key, space.lo, space.hi, static.per_dim)
+        X, s = start(static, params, key, points, space.lo, space.hi)
+        return Run(s, jnp.int32(0), points, X, jnp.full(K, jnp.nan, dtype), jnp.int32(0), space.target_scale(dtype),
+                   space.objective)
+
+    def ask(step, run: Run):
+        k = select(static, params, step, run.state)
+        return (jnp.broadcast_to(run.points[k], (M, 1, static.dim)), jnp.ones((M, 1), jnp.int32),
+                run._replace(k=k))
+
+    def tell(step, run: Run, points, counts, values, valid):
+        live = valid & (step < T)
+        k = run.k
+        rewards = jnp.where(live, values[:, 0], 0.0)
+        f = arm_grid.booked(run.space, run.points[k][None], values)
+        gap_k = f_star - f[0]
+        gap = run.gap.at[jnp.where(live, k, K)].set(gap_k, mode="drop")
+        flags = run.flags | jnp.where(live, arm_grid.flags(static.noise_kind, f, values.T, jnp.ones(1, bool),
+                                                           None if run.space is None else space.f_star), 0)
+        s = update(static, params, step, run.state, k, rewards, gap_k, gap, run.X, checkpoints.targets(run.scale),
+                   live)
+        return run._replace(state=s, gap=gap, flags=flags)
+
+    def recommend(step, run: Run):
+        return run.points[first_argmax(run.state.pulls)]
+
+    def done(step, run: Run):
+        return step >= T
+
+    def outputs(step, run: Run):
+        return finish(static, run.state, run.points, run.scale, run.flags)
+
+    def failed(run: Run):
+        return jnp.bool_(False)
+
+    return Steps(init, ask, tell, recommend, done, outputs, failed, (M, 1))
 
 
 ALGORITHM = Algorithm(name="fnucb", config_type=FNUCBConfig, make_static=make_static, make_params=make_params,
                       run_single=run_single, metrics=("phases", "recommendation", "arms_pulled") + checkpoints.MEASURES,
-                      federated=True,
-                      check=check,
+                      federated=True, check=check, steps=steps,
                       styles=(("fnucb", Style("FN-UCB", "#bcbd22", "<")),))
