@@ -59,6 +59,9 @@ def add_parser(sub, run_parser, formatter) -> None:
     g.add_argument("--node-timeout", type=float, default=300.0, help="seconds to wait for the SuperNodes to join")
     g.add_argument("--on-client-loss", default="stop", choices=spec.ON_CLIENT_LOSS,
                    help="a client that does not answer: stop (state kept) or continue with the others")
+    g.add_argument("--isolation", default="warm", choices=("warm", "subprocess"),
+                   help="warm: one long-lived ClientApp executor per SuperNode (fedpne_jax.flower.warm); "
+                        "subprocess: Flower's own, a new process per message (seconds of imports each)")
     g.add_argument("--timeout", type=float, default=None, help="give up the whole run after this many seconds")
     g.add_argument("--workdir", default=None,
                    help="keep the processes' logs, certificates and app here (default: a temporary folder)")
@@ -95,7 +98,7 @@ def command(args, check_output_file, describe_params) -> int:
         config.update(output=output, state=state)
         report = sys.stderr if args.output == "-" else sys.stdout
         status = local.run_local(problem.num_clients, spec.run_config_of(config), tls=args.tls, out=report,
-                                 timeout=args.timeout, workdir=args.workdir)
+                                 timeout=args.timeout, workdir=args.workdir, isolation=args.isolation)
         if not status.get("ok"):
             raise ValueError(f"the Flower run failed: {status.get('message')}")
         with open(output) as fh:

@@ -23,6 +23,8 @@ one process per message, and a hello costs only Flower's import.
 from __future__ import annotations
 
 import importlib
+import os
+import time
 
 import numpy as np
 from flwr.app import Context, Message
@@ -32,6 +34,7 @@ from fedpne_jax.flower import wire
 
 app = ClientApp()
 CLIENT_SALT = 0x464C5752      # keeps the clients' keys apart from the server's fold_in(key(seed), i)
+_LOCAL: dict = {}             # (problem, partition) -> the compiled local objective, for a process that stays
 
 
 def partition_of(context: Context) -> tuple[int, int]:
@@ -51,8 +54,24 @@ def query(msg: Message, context: Context) -> Message:
         return Message(wire.reply_content(run, step, partition, partitions=partitions), reply_to=msg)
     if int(header["partition"]) != partition:
         raise ValueError(f"a query for partition {header['partition']} reached partition {partition}")
+    started = time.time()
     means = evaluate(dict(context.run_config), partition, step, points, counts)
-    return Message(wire.reply_content(run, step, partition, means), reply_to=msg)
+    # Where a step's time goes: the evaluation, and the process's life so far (Flower starts one per
+    # message: its start and imports are the rest).
+    return Message(wire.reply_content(run, step, partition, means, handler_seconds=time.time() - started,
+                                      process_seconds=process_age()), reply_to=msg)
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux /proc; -1 elsewhere)."""
+    try:
+        with open("/proc/self/stat") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return -1.0
 
 
 def client_key(seed: int, partition: int, step: int):
@@ -104,8 +123,12 @@ def evaluate(run_config: dict, partition: int, step: int, points: np.ndarray, co
         else:
             compile_cache.enable()
             from fedpne_jax.core.stepper import mean_of_pulls
-            objective = problem.objective()
-            local = jax.jit(jax.vmap(lambda x: objective.local(x, partition)))
+            key = (problem.fingerprint(), partition, x64)
+            if key not in _LOCAL:
+                objective = problem.objective()
+                _LOCAL.clear()
+                _LOCAL[key] = jax.jit(jax.vmap(lambda x: objective.local(x, partition)))
+            local = _LOCAL[key]
             values = local(jnp.asarray(points)).astype(points.dtype)
             means = mean_of_pulls(config.noise_kind, getattr(config, "noise_scale", 0.0), values,
                                   jnp.asarray(counts, jnp.int32), noise_key)

@@ -33,6 +33,9 @@ from typing import Optional
 
 CONNECTION = "fedpne-local"
 GRACE = 5.0
+# warm: each SuperNode in Flower's process isolation, its ClientApp tasks run by one long-lived
+# executor (fedpne_jax.flower.warm); subprocess: Flower's stock executor, one process per message.
+ISOLATIONS = ("warm", "subprocess")
 
 
 def free_port() -> int:
@@ -167,8 +170,10 @@ class Deployment:
     """A SuperLink and ``clients`` SuperNodes on localhost (a context manager that stops them)."""
 
     def __init__(self, clients: int, tls: bool = False, workdir: Optional[str] = None, node_poll: float = 0.1,
-                 exec_poll: float = 0.05, out=None, extra_env: Optional[dict] = None):
-        self.clients, self.tls = int(clients), bool(tls)
+                 exec_poll: float = 0.05, out=None, extra_env: Optional[dict] = None, isolation: str = "warm"):
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
+        self.clients, self.tls, self.isolation = int(clients), bool(tls), isolation
         self._tmp = None
         if workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="fedpne-flower-")
@@ -221,9 +226,16 @@ class Deployment:
     def start_supernode(self, i: int) -> None:
         while len(self.node_ports) <= i:
             self.node_ports.append(free_port())
-        self._start(f"supernode-{i}", [sys.executable, "-m", "fedpne_jax.flower.supernode", *self.tls_args(False),
-                                       "--superlink", f"127.0.0.1:{self.port}", "--port", str(self.node_ports[i]),
-                                       "--node-config", f"partition-id={i} num-partitions={self.clients}"])
+        isolation = ["--isolation", "process"] if self.isolation == "warm" else []
+        node = self._start(f"supernode-{i}", [sys.executable, "-m", "fedpne_jax.flower.supernode",
+                                              *self.tls_args(False), "--superlink", f"127.0.0.1:{self.port}",
+                                              "--port", str(self.node_ports[i]), *isolation,
+                                              "--node-config", f"partition-id={i} num-partitions={self.clients}"])
+        if self.isolation == "warm":
+            # Started as the SuperNode's child would be: stopped with it (stop, close) and exits when it does.
+            self._start(f"executor-{i}", [sys.executable, "-m", "fedpne_jax.flower.warm", "--insecure",
+                                          "--runtime-api-address", f"127.0.0.1:{self.node_ports[i]}",
+                                          "--parent-pid", str(node.pid)])
 
     def start(self) -> Deployment:
         self.start_superlink()
@@ -258,13 +270,16 @@ class Deployment:
 
     def stop(self, name: str, sig=None) -> None:
         """Stop one started process and its children (``sig``: e.g. SIGKILL at once, a crash)."""
-        proc = self.processes.pop(name)
+        procs = [self.processes.pop(name)]
+        if name.startswith("supernode-") and name.replace("supernode-", "executor-") in self.processes:
+            procs.append(self.processes.pop(name.replace("supernode-", "executor-")))
         if sig is not None:
-            for pid in descendants([proc.pid]):
+            for pid in descendants([p.pid for p in procs]):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-        stop_processes([proc.pid])
-        proc.wait()
+        stop_processes([p.pid for p in procs])
+        for proc in procs:
+            proc.wait()
 
     def close(self) -> None:
         pids = [p.pid for p in self.processes.values()]
@@ -316,7 +331,7 @@ class Deployment:
 
 
 def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeout: Optional[float] = None,
-              workdir: Optional[str] = None, node_poll: float = 0.1) -> dict:
+              workdir: Optional[str] = None, node_poll: float = 0.1, isolation: str = "warm") -> dict:
     """One run on a fresh local deployment: {"ok", "message", "status"} (the server's status file)."""
     out = out or sys.stdout
     previous = signal.getsignal(signal.SIGTERM)
@@ -328,7 +343,7 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
     if in_main:
         signal.signal(signal.SIGTERM, on_term)
     try:
-        with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out) as d:
+        with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out, isolation=isolation) as d:
             status_path = os.path.join(d.workdir, "status.json")
             config = dict(run_config, status=status_path)
             d.start()

@@ -134,9 +134,11 @@ def serve(grid: Grid, run_config: dict) -> dict:
             content = wire.query_content(opt.run_id, step, wire.EVALUATE, m, q.points[m, slots], q.counts[m, slots])
             messages[m] = Message(content, dst_node_id=nodes[m], message_type=wire.QUERY)
         sent = sum(wire.payload_bytes(msg) for msg in messages.values())
+        asked = time.time()
         replies, missing = exchange(grid, messages, timeout, poll)
+        waited = time.time() - asked
         values = np.full(q.counts.shape, np.nan)
-        received = 0
+        received, handler, process = 0, 0.0, 0.0
         for m, reply in replies.items():
             if reply.has_error() and reply.error.code in LOST:
                 missing.append(m)
@@ -148,6 +150,9 @@ def serve(grid: Grid, run_config: dict) -> dict:
                                  f"{opt.step} ({state_path}), rerun to resume") from None
             values[m, rows[m]] = means
             received += wire.payload_bytes(reply)
+            header = reply.content["fedpne"]
+            handler = max(handler, float(header.get("handler_seconds", 0.0)))
+            process = max(process, float(header.get("process_seconds", 0.0)))
         if missing:
             names = ", ".join(wire.who(m, nodes[m]) for m in sorted(missing))
             if on_loss == "stop":
@@ -171,7 +176,9 @@ def serve(grid: Grid, run_config: dict) -> dict:
         seconds = time.time() - t0
         book["steps"].append({"step": int(step), "slots": int(sum(len(r) for r in rows.values())),
                               "sent_bytes": int(sent), "received_bytes": int(received),
-                              "clients": len(replies) - len(missing), "seconds": round(seconds, 4)})
+                              "clients": len(replies) - len(missing), "seconds": round(seconds, 4),
+                              "exchange_seconds": round(waited, 4), "client_handler_seconds": round(handler, 4),
+                              "client_process_seconds": round(process, 4)})
         write_json_atomic(book_path, book)
         log(f"step {step}: {len(rows)} clients x {max((len(r) for r in rows.values()), default=0)} points, "
             f"{seconds:.2f} s, sent {sent} B, received {received} B")
@@ -233,20 +240,29 @@ def identify(grid: Grid, M: int, run: str, node_timeout: float, timeout: float, 
         time.sleep(max(poll, 0.05))
     messages = {node: Message(wire.query_content(run, -1, wire.HELLO, -1), dst_node_id=node,
                               message_type=wire.QUERY) for node in nodes}
-    replies, _ = exchange(grid, messages, timeout, poll)
+    order = list(messages)
+    ids = list(grid.push_messages([messages[n] for n in order]))
+    pending = {mid: node for mid, node in zip(ids, order) if mid}
     found: dict = {}
-    for node, reply in replies.items():
-        if reply.has_error() and reply.error.code in LOST:
-            continue
-        header = wire.check_reply(reply, run, -1, None, node, None)
-        p, n = int(header["partition"]), int(header["partitions"])
-        if n != M:
-            raise RunStopped(f"node {node}: its node config says num-partitions={n}, the run has {M} clients")
-        if not 0 <= p < M:
-            raise RunStopped(f"node {node}: partition-id={p} is outside 0..{M - 1}")
-        if p in found:
-            raise RunStopped(f"nodes {found[p]} and {node} both have partition-id={p}")
-        found[p] = node
+    # A SuperNode that left (killed, restarted under a new id) may still be listed: the hello ends
+    # as soon as every partition has answered, not when every listed node has.
+    deadline = time.time() + timeout
+    while pending and len(found) < M and time.time() < deadline:
+        for reply in grid.pull_messages(list(pending)):
+            node = pending.pop(reply.metadata.reply_to_message_id, None)
+            if node is None or (reply.has_error() and reply.error.code in LOST):
+                continue
+            header = wire.check_reply(reply, run, -1, None, node, None)
+            p, n = int(header["partition"]), int(header["partitions"])
+            if n != M:
+                raise RunStopped(f"node {node}: its node config says num-partitions={n}, the run has {M} clients")
+            if not 0 <= p < M:
+                raise RunStopped(f"node {node}: partition-id={p} is outside 0..{M - 1}")
+            if p in found:
+                raise RunStopped(f"nodes {found[p]} and {node} both have partition-id={p}")
+            found[p] = node
+        if len(found) < M:
+            time.sleep(poll)
     absent = [p for p in range(M) if p not in found]
     if absent:
         raise RunStopped(f"no SuperNode answered for partition-id {absent} within {timeout:g} s")

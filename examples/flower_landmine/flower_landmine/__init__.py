@@ -1,0 +1,1 @@
+"""A Flower app: federated tuning of one RBF SVM per landmine field with Fed-PNE (fedpne-jax)."""
