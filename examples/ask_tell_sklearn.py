@@ -3,47 +3,69 @@
     python examples/ask_tell_sklearn.py [--horizon 2000] [--workers 4]
 
 Each of four clients owns one landmine field (the package ships the data: objectives/data/landmine.npz)
-and fits scikit-learn's SVC on its field's training half, scoring it by accuracy on the field's
-held-out half.  Fed-PNE searches (log10 C, log10 gamma) in [-2, 2] x [-2, 1] through ask and tell:
+and fits scikit-learn's SVC on its field's training half, scoring it on the field's held-out half by
+AUC-ROC, as the paper's landmine objective does (about 94 % of the points are negatives, so accuracy
+alone would reward predicting "no mine" everywhere; it is printed beside).  Fed-PNE searches (log10 C, log10 gamma) in [-2, 2] x [-2, 1] through ask and tell:
 each phase asks every client for its active nodes' points, the fits of a phase run in a
 ProcessPoolExecutor, and the clients' scores go back as the means of the asked pulls (a fit is
 deterministic, so every pull of a point scores the same and one fit answers them all).  The same run
-is then repeated with the fits made one after another, which gives the same recommendation, and the
-two wall times are printed.
+is made three times: once to compile the optimizer's programs, then timed with the pool and timed
+serially; both give the same recommendation.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
+import multiprocessing
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-import fedpne_jax as fp
-from objectives import landmine
-
 FIELDS = (0, 1, 2, 3)            # the four data owners' landmine fields
 BOX = ([-2.0, -2.0], [2.0, 1.0])  # log10 C, log10 gamma
 
 
+@functools.lru_cache(maxsize=None)
+def raw_data() -> dict:
+    """The shipped landmine arrays, read without importing the package: the worker processes need
+    NumPy and scikit-learn only, not JAX."""
+    folder = importlib.util.find_spec("objectives").submodule_search_locations[0]
+    with np.load(os.path.join(folder, "data", "landmine.npz")) as data:
+        return {k: data[k] for k in ("X", "y", "field", "train")}
+
+
 def field_data(field: int):
-    raw = landmine.load_raw()
+    raw = raw_data()
     mine = raw["field"] == field
     train, test = mine & raw["train"], mine & ~raw["train"]
     return raw["X"][train], raw["y"][train], raw["X"][test], raw["y"][test]
 
 
-def fit_score(job):
-    """Client ``field``'s held-out accuracy of SVC(C, gamma) at x = (log10 C, log10 gamma)."""
+def fit(field: int, x):
     from sklearn.svm import SVC
-    field, x = job
     X, y, X_test, y_test = field_data(field)
-    model = SVC(C=10.0 ** x[0], gamma=10.0 ** x[1]).fit(X, y)
+    return SVC(C=10.0 ** x[0], gamma=10.0 ** x[1]).fit(X, y), X_test, y_test
+
+
+def fit_score(job):
+    """Client ``field``'s held-out AUC-ROC of SVC(C, gamma) at x = (log10 C, log10 gamma)."""
+    from sklearn.metrics import roc_auc_score
+    field, x = job
+    model, X_test, y_test = fit(field, x)
+    return float(roc_auc_score(y_test, model.decision_function(X_test)))
+
+
+def accuracy(field: int, x) -> float:
+    model, X_test, y_test = fit(field, x)
     return float(model.score(X_test, y_test))
 
 
 def tune(horizon: int, pool=None):
     """Fed-PNE over the four clients; ``pool``: an executor for each phase's fits (None: serial)."""
+    import fedpne_jax as fp
     config = fp.make_config("fedpne", num_clients=len(FIELDS), horizon=horizon, noise="none")
     opt = fp.Optimizer(config, BOX)
     fits = 0
@@ -65,17 +87,20 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=4, help="processes for the fits (default 4)")
     args = parser.parse_args(argv)
 
-    start = time.perf_counter()
-    with ProcessPoolExecutor(args.workers) as pool:
+    tune(args.horizon)             # compiles the optimizer's programs, which the timed runs share
+    # Worker processes are spawned, not forked: a fork of a process running JAX's threads can hang.
+    with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        # The workers start, import scikit-learn and read the data before the clock starts.
+        list(pool.map(fit_score, [(f, (0.0, 0.0)) for f in FIELDS for _ in range(args.workers)]))
+        start = time.perf_counter()
         opt, fits = tune(args.horizon, pool)
-    parallel = time.perf_counter() - start
+        parallel = time.perf_counter() - start
     x = opt.recommendation
-    scores = [fit_score((f, x)) for f in FIELDS]
     print(f"phases: {opt.step}, fits: {fits}")
     print(f"recommendation: log10 C = {x[0]:.3f}, log10 gamma = {x[1]:.3f}  (C = {10 ** x[0]:.4g}, "
           f"gamma = {10 ** x[1]:.4g})")
-    print("validation accuracy per client: " + ", ".join(f"field {f}: {s:.4f}" for f, s in zip(FIELDS, scores))
-          + f"; mean {np.mean(scores):.4f}")
+    for f in FIELDS:
+        print(f"  field {f}: validation AUC {fit_score((f, x)):.4f}, accuracy {accuracy(f, x):.4f}")
 
     start = time.perf_counter()
     serial_opt, _ = tune(args.horizon)

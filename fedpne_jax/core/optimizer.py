@@ -181,6 +181,14 @@ class Optimizer:
                              f"{values[where]!r}; leave empty slots NaN")
         return values
 
+    def _told(self) -> np.ndarray:
+        """(steps, S, M, B) every told value, NaN-padded to the current slot count: a grown table has
+        more slots, and its rows keep their indices (rows are created in order), so a step told
+        before the growth is the same step with empty slots added."""
+        width = self._stepper.slots[-1]
+        return np.stack([np.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, width - v.shape[-1])], constant_values=np.nan)
+                         for v in self._values])
+
     def _grow_and_replay(self):
         """Grow the overflowing tables and replay every told step on them (same numbers)."""
         try:
@@ -195,7 +203,7 @@ class Optimizer:
         with self._stepper.x64():
             state = self._fresh()
             if self._values:
-                state = self._replay(state, jnp.asarray(np.stack(self._values), self._stepper.real))
+                state = self._replay(state, jnp.asarray(self._told(), self._stepper.real))
             failed = bool(np.any(np.asarray(self._failed(state))))
         if failed:
             self._grow_and_replay()
@@ -240,7 +248,7 @@ class Optimizer:
         path = os.fspath(path)
         leaves = [np.asarray(jax.random.key_data(x) if _is_key(x) else x) for x in jax.tree.leaves(self._state)]
         arrays = {f"leaf{i}": a for i, a in enumerate(leaves)}
-        arrays["told"] = (np.stack(self._values) if self._values
+        arrays["told"] = (self._told() if self._values
                           else np.zeros((0, self.runs) + self._stepper.slots, np.float64))
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
