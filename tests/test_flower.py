@@ -131,6 +131,23 @@ def test_tls_run_is_the_same_run(tmp_path, reference, xla_cache):
     assert processes_in(workdir) == []
 
 
+def test_ctrl_c_stops_every_process_it_started(tmp_path, xla_cache):
+    workdir = tmp_path / "work"
+    command = [sys.executable, "-m", "fedpne_jax", "flower", "local", "--clients", str(M), "--horizon", str(T),
+               "--noise", "none", "--state", str(tmp_path / "state.fpne"), "--workdir", str(workdir)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **xla_cache})
+    deadline = time.time() + 300
+    while not (tmp_path / "state.fpne").exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert processes_in(str(workdir)), "the deployment's processes run in its working folder"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out[-3000:]
+    assert "every process it started is stopped" in out
+    assert processes_in(str(workdir)) == []
+
+
 @pytest.mark.parametrize("function, client, says", [
     ("tests.test_flower_functions:nan_at_client_1", 1, "NaN or infinite"),
     ("tests.test_flower_functions:one_too_many_at_client_2", 2, "have shape"),
@@ -242,3 +259,25 @@ def test_message_type_and_hello_round_trip():
     header, points, counts = wire.read_query(_reply(content))
     assert header == {"run": "run", "step": 0, "phase": "evaluate", "partition": 2}
     assert points.dtype == np.float32 and points.shape == (3, 2) and counts.tolist() == [1, 2, 3]
+
+
+def test_dp_clients_add_the_papers_privacy_noise_to_their_means():
+    """DP-Fed-PNE (Appendix D): a client's mean of n rewards carries N(0, sigma^2 / n) noise,
+    sigma^2 = 2 log(1.25 / delta) / epsilon^2, drawn by the client (here its replies' values)."""
+    from fedpne_jax.flower import client, spec
+    config = dict(PROBLEM, **{"dp-epsilon": 2.0, "dp-delta": 0.1})
+    problem = spec.problem(config)
+    sigma2 = 2 * np.log(1.25 / 0.1) / 2.0 ** 2
+    assert problem.config.dp and np.isclose(problem.config.dp_sigma2, sigma2)
+    K, n = 4000, 4
+    points = np.full((K, 1), 0.37, np.float32)
+    counts = np.full(K, n)
+    clean = client.evaluate(PROBLEM, 1, 0, points[:1], counts[:1])[0]
+    noisy = client.evaluate(config, 1, 0, points, counts) - clean
+    assert abs(noisy.mean()) < 4 * np.sqrt(sigma2 / n / K)
+    # the sample variance of K normals is within 4 of its standard errors, sqrt(2 / K) relative
+    assert abs(noisy.var() / (sigma2 / n) - 1) < 4 * np.sqrt(2 / K)
+    other = client.evaluate(config, 2, 0, points, counts) - client.evaluate(PROBLEM, 2, 0, points[:1], counts[:1])[0]
+    assert not np.allclose(other, noisy)                               # another client: its own key
+    again = client.evaluate(config, 1, 0, points, counts) - clean      # the same client and step: the same
+    assert np.array_equal(again, noisy)
