@@ -159,6 +159,15 @@ def test_a_malformed_reply_is_refused_naming_the_client(deployment, tmp_path, fu
     assert "never averaged" in outcome["message"]
 
 
+def test_noise_free_bbob_run_over_flower_is_fp_runs_run(deployment, tmp_path):
+    config = fp.make_config("fedpne", num_clients=M, horizon=T, noise="none", sampling="client", checkpoints=100)
+    objective = objectives.make_objective("bbob-f7", num_clients=M, heterogeneity="shift", seed=0, dim=2)
+    reference = fp.run(config, objective, seeds=1, base_seed=0).to_dict()
+    outcome, result = submit(deployment, tmp_path, "bbob", objective="bbob-f7", dim=2)
+    assert outcome["ok"], outcome
+    assert_same_run(result, reference)
+
+
 def kill_after_step(d: local.Deployment, book: str, step: int, node: int) -> threading.Thread:
     """Kill SuperNode ``node`` (and its children) once the server has saved step ``step``."""
     def watch():
@@ -281,3 +290,22 @@ def test_dp_clients_add_the_papers_privacy_noise_to_their_means():
     assert not np.allclose(other, noisy)                               # another client: its own key
     again = client.evaluate(config, 1, 0, points, counts) - clean      # the same client and step: the same
     assert np.array_equal(again, noisy)
+
+
+def test_noisy_runs_over_flower_match_fp_run_in_distribution(request, deployment, tmp_path):
+    """Thorough tier: with the clients' own Gaussian noise, the final regret of 20 Flower runs (seeds
+    0..19) lies within 4 standard errors of fp.run's mean over 500 seeds."""
+    if not request.config.getoption("--thorough"):
+        pytest.skip("thorough tier (pytest --thorough): 20 runs over Flower")
+    noisy = dict(noise="gaussian:0.5")
+    finals = []
+    for seed in range(20):
+        outcome, result = submit(deployment, tmp_path, f"noisy{seed}", seed=seed, **noisy)
+        assert outcome["ok"], outcome
+        finals.append(result["per_seed"]["final_regret"][0])
+    config = fp.make_config("fedpne", num_clients=M, horizon=T, noise="gaussian:0.5", sampling="client")
+    objective = objectives.make_objective("garland", num_clients=M, heterogeneity="shift", seed=0)
+    reference = np.asarray(fp.run(config, objective, seeds=500, base_seed=1000).final_regret)
+    flower = np.asarray(finals)
+    se = np.sqrt(flower.var(ddof=1) / flower.size + reference.var(ddof=1) / reference.size)
+    assert abs(flower.mean() - reference.mean()) < 4 * se, (flower.mean(), reference.mean(), se)
