@@ -130,6 +130,8 @@ def serve(grid: Grid, run_config: dict) -> dict:
             if m in lost:
                 continue
             slots = np.nonzero(q.counts[m] > 0)[0]
+            if len(slots) == 0:
+                continue            # nothing asked of this client this step: no message
             rows[m] = slots
             content = wire.query_content(opt.run_id, step, wire.EVALUATE, m, q.points[m, slots], q.counts[m, slots])
             messages[m] = Message(content, dst_node_id=nodes[m], message_type=wire.QUERY)
