@@ -169,10 +169,13 @@ def test_noise_free_bbob_run_over_flower_is_fp_runs_run(deployment, tmp_path):
 
 
 def kill_after_step(d: local.Deployment, book: str, step: int, node: int) -> threading.Thread:
-    """Kill SuperNode ``node`` (and its children) once the server has saved step ``step``."""
+    """Kill SuperNode ``node`` (and its children) once the server has saved step ``step`` (or the
+    run has ended)."""
+    status = book.replace(".fpne.json", ".status.json")
+
     def watch():
         deadline = time.time() + 600
-        while time.time() < deadline:
+        while time.time() < deadline and not os.path.exists(status):
             try:
                 with open(book) as fh:
                     if len(json.load(fh)["steps"]) > step:

@@ -118,7 +118,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
     lost = {int(entry["client"]) for entry in book["lost"]}
     log(f"{problem.algorithm} with {M} clients, run {opt.run_id}; state {state_path}")
 
-    nodes = identify(grid, M, opt.run_id, node_timeout, timeout, poll)
+    nodes = identify(grid, M, opt.run_id, node_timeout, poll)
     started = time.time()
     while not opt.done:
         t0 = time.time()
@@ -229,7 +229,7 @@ def exchange(grid: Grid, messages: dict, timeout: float, poll: float) -> tuple[d
     return replies, missing + sorted(pending.values())
 
 
-def identify(grid: Grid, M: int, run: str, node_timeout: float, timeout: float, poll: float) -> dict:
+def identify(grid: Grid, M: int, run: str, node_timeout: float, poll: float) -> dict:
     """{partition: node id} of the M clients: every joined SuperNode says its partition-id."""
     deadline = time.time() + node_timeout
     while True:
@@ -247,8 +247,9 @@ def identify(grid: Grid, M: int, run: str, node_timeout: float, timeout: float, 
     pending = {mid: node for mid, node in zip(ids, order) if mid}
     found: dict = {}
     # A SuperNode that left (killed, restarted under a new id) may still be listed: the hello ends
-    # as soon as every partition has answered, not when every listed node has.
-    deadline = time.time() + timeout
+    # as soon as every partition has answered, not when every listed node has.  Answering the hello
+    # is part of joining: node-timeout bounds it (a first ClientApp may take long to start).
+    deadline = time.time() + node_timeout
     while pending and len(found) < M and time.time() < deadline:
         for reply in grid.pull_messages(list(pending)):
             node = pending.pop(reply.metadata.reply_to_message_id, None)
@@ -267,6 +268,6 @@ def identify(grid: Grid, M: int, run: str, node_timeout: float, timeout: float, 
             time.sleep(poll)
     absent = [p for p in range(M) if p not in found]
     if absent:
-        raise RunStopped(f"no SuperNode answered for partition-id {absent} within {timeout:g} s")
+        raise RunStopped(f"no SuperNode answered for partition-id {absent} within {node_timeout:g} s")
     log("clients: " + ", ".join(f"{p} = node {found[p]}" for p in range(M)))
     return found
