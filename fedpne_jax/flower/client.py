@@ -5,7 +5,8 @@ For each query (:mod:`fedpne_jax.flower.wire`) it evaluates, at each asked point
 asked and replies with their means:
 
 * a registered objective (run config ``objective`` and its options): its local function for
-  client m, ``objective.local(x, m)``, as the simulator evaluates it (so that a noise-free run is
+  client m, ``objective.local(x, m)`` (the global one for a centralised algorithm's single client),
+  as the simulator evaluates it (so that a noise-free run is
   ``fp.run``'s bit for bit), then the configuration's observation noise on the mean of n pulls
   (``fedpne_jax.core.stepper.mean_of_pulls``, exact in distribution) drawn from the client's own
   key: fold_in(key(seed), CLIENT_SALT, m, step);
@@ -127,7 +128,11 @@ def evaluate(run_config: dict, partition: int, step: int, points: np.ndarray, co
             if key not in _LOCAL:
                 objective = problem.objective()
                 _LOCAL.clear()
-                _LOCAL[key] = jax.jit(jax.vmap(lambda x: objective.local(x, partition)))
+                from fedpne_jax.core import registry
+                if registry.get(problem.algorithm).federated:
+                    _LOCAL[key] = jax.jit(jax.vmap(lambda x: objective.local(x, partition)))
+                else:       # a centralised algorithm's one client observes the global objective, as in fp.run
+                    _LOCAL[key] = jax.jit(jax.vmap(objective.global_value))
             local = _LOCAL[key]
             values = local(jnp.asarray(points)).astype(points.dtype)
             means = mean_of_pulls(config.noise_kind, getattr(config, "noise_scale", 0.0), values,

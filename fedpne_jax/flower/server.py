@@ -118,7 +118,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
     lost = {int(entry["client"]) for entry in book["lost"]}
     log(f"{problem.algorithm} with {M} clients, run {opt.run_id}; state {state_path}")
 
-    nodes = identify(grid, M, opt.run_id, node_timeout, poll)
+    nodes = identify(grid, M, opt.run_id, node_timeout, poll) if not opt.done else {}
     started = time.time()
     while not opt.done:
         t0 = time.time()

@@ -77,7 +77,7 @@ class Problem:
     """What both sides build from the run config."""
     algorithm: str
     config: Any                 # the algorithm's config
-    num_clients: int
+    num_clients: int            # the SuperNodes the run needs: M, or 1 for a centralised algorithm
     objective_args: Optional[dict]   # make_objective's arguments (a registered objective), else None
     function: Optional[str]     # module:function (a client's own objective), else None
     box: Optional[tuple]        # (lo, hi) with a function
@@ -147,7 +147,7 @@ def problem(run_config) -> Problem:
             raise ValueError("run config: a 'function' needs 'clients' and 'horizon'")
         options["horizon"] = horizon
         config = cli.run_config(types.SimpleNamespace(algorithm=algorithm), options, clients)
-        return Problem(algorithm, config, clients, None, function, (lo, hi), f_star, seed)
+        return Problem(algorithm, config, _askers(config, clients), None, function, (lo, hi), f_star, seed)
     name = str(given(run_config, "objective"))
     noise_kind = parse_noise(options.get("noise", cli.DEFAULT_NOISE))[0]
     heterogeneity = given(run_config, "heterogeneity") or objectives.default_heterogeneity(name, noise_kind)
@@ -161,7 +161,13 @@ def problem(run_config) -> Problem:
             "instance": _int(run_config, "instance")}
     if amplitude is not None:
         args["amplitude"] = float(amplitude)
-    return Problem(algorithm, config, clients, args, None, None, f_star, seed)
+    return Problem(algorithm, config, _askers(config, clients), args, None, None, f_star, seed)
+
+
+def _askers(config, clients: int) -> int:
+    """The clients the stepper asks: M for a federated algorithm, one (the global objective's
+    evaluator) for a centralised one."""
+    return clients if getattr(config, "num_clients", None) is not None else 1
 
 
 def default_paths(problem: Problem) -> tuple[str, str]:
