@@ -190,6 +190,9 @@ class Deployment:
         self.certs = make_certificates(workdir) if self.tls else None
         self.env = dict(os.environ)
         paths = [os.getcwd()] + [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        # Nothing leaves the machine: no telemetry event, no check for a newer Flower on PyPI.
+        self.env.setdefault("FLWR_TELEMETRY_ENABLED", "0")
+        self.env.setdefault("FLWR_DISABLE_UPDATE_CHECK", "1")
         self.env.update({"FLWR_HOME": self.home, "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
                          "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(exec_poll), "FEDPNE_FLOWER_NODE_POLL": str(node_poll),
                          "PYTHONPATH": os.pathsep.join(paths), "PYTHONUNBUFFERED": "1"})
