@@ -284,10 +284,33 @@ class Deployment:
         for proc in procs:
             proc.wait()
 
+    def strays(self) -> list:
+        """Processes of this deployment outside the tree of the ones it started: a ServerApp or ClientApp
+        process whose parent exited first is adopted by init.  Every process it starts runs in its
+        working folder with its FLWR_HOME, which identifies them (and no other process)."""
+        mark = f"FLWR_HOME={self.home}".encode()
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                if os.readlink(f"/proc/{name}/cwd") != os.path.realpath(self.workdir):
+                    continue
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    if mark in fh.read().split(b"\0") and alive(int(name)):
+                        found.append(int(name))
+            except OSError:
+                continue
+        return found
+
     def close(self) -> None:
         pids = [p.pid for p in self.processes.values()]
         try:
             stop_processes(pids)
+            deadline = time.time() + 3 * GRACE
+            while (left := self.strays()) and time.time() < deadline:
+                stop_processes(left, grace=1.0)
+                time.sleep(0.1)
         finally:
             for proc in self.processes.values():
                 with contextlib.suppress(Exception):
