@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from tests.support.helpers import make, reference_run, two_sample_z
+from tests.support import reference
+from tests.support.helpers import assert_same_distribution, make, reference_run, two_sample_z
 
 SEEDS = 200
 
@@ -14,6 +15,11 @@ def test_sigma_and_default_c_follow_the_paper():
     cfg = fp.FedPNEConfig(num_clients=10, dp_epsilon=2.0, dp_delta=1e-3)
     assert cfg.dp_sigma2 == pytest.approx(2 * math.log(1.25 / 1e-3) / 4.0)
     assert cfg.c_value == pytest.approx(0.1 * math.sqrt(1 + 4 * cfg.dp_sigma2))
+    # The reference derives its own (tests/helpers.reference_run passes it none of these).
+    assert cfg.dp_sigma2 == pytest.approx(reference.dp_sigma2(2.0, 1e-3))
+    assert cfg.c_value == pytest.approx(reference.default_c(reference.dp_sigma2(2.0, 1e-3)))
+    assert fp.FedPNEConfig().c_value == reference.default_c() == 0.1
+    assert cfg.delta_value == pytest.approx(1 / 10)
     assert cfg.replace(c=0.3).c_value == 0.3                      # an explicit c is kept
     assert fp.FedPNEConfig().dp_sigma2 == 0.0
 
@@ -47,4 +53,4 @@ def test_dp_matches_reference():
     res = fp.run(config, objective, seeds=SEEDS)
     rng = np.random.default_rng(7)
     ref = [reference_run(config, objective, rng=rng).final_regret for _ in range(SEEDS)]
-    assert abs(two_sample_z(res.final_regret, ref)) < 4
+    assert_same_distribution(res.final_regret, ref, "final regret")

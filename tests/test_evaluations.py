@@ -108,7 +108,7 @@ def pulled_per_phase(config, objective):
 
     prob = dataclasses.replace(reference_problem(objective), f=counted)
     ref = reference.fedpne(prob, config.horizon, k=config.k, split=config.split, nu=config.nu, rho=config.rho,
-                           c=config.c_value, c1=config.c1, delta=config.delta_value, noise="none",
+                           c=config.c, c1=config.c1, delta=config.delta, noise="none",
                            checkpoints=config.checkpoints)
     phases, current = [], 0
     for ndim in calls:

@@ -19,7 +19,7 @@ import objectives
 from fedpne_jax.algorithms.trees import stosoo
 from fedpne_jax.core import executor
 from tests.support import reference_stosoo
-from tests.support.helpers import pyxab_run, traced_tree_run, two_sample_z
+from tests.support.helpers import assert_same_distribution, pyxab_run, traced_tree_run
 
 T = 300
 SEEDS = 64
@@ -119,11 +119,11 @@ def test_noisy_regret_and_depth_equal_the_reference_statistically(garland, pyxab
     out, _ = run(cfg, garland)
     rng = np.random.default_rng(11)
     refs = [reference(cfg, "garland", 1, noise="gaussian", sigma=0.1, rng=rng) for _ in range(SEEDS)]
-    assert abs(two_sample_z(out.final_regret, [r.final_regret for r in refs])) < 4
+    assert_same_distribution(out.final_regret, [r.final_regret for r in refs], "final regret")
     assert out.final_regret.std() > 0
     depths = [r.depth for r in refs]
     if np.std(depths) > 0 or out.depth.std() > 0:
-        assert abs(two_sample_z(out.depth, depths)) < 4
+        assert_same_distribution(out.depth, depths, "depth")
     else:
         assert set(out.depth.tolist()) == set(depths)
     assert np.all(out.nodes <= cfg.capacity) and np.all(out.flags == 0)

@@ -3,14 +3,14 @@ fedpne_jax.algorithms.trees.meta) against PyXAB 0.3.0's own VPCT and POO(algo=VH
 evaluated points and recommendation without noise on Garland (1-D: no random dimension), in float64
 (PyXAB's arithmetic); VPCT runs GPO's program; its paper rule equals tests/support/reference_gpo.py
 over the steppable VHCT of reference_bases.py on 2-D Himmelblau, and its noisy regret the
-reference's within 4 standard errors."""
+reference's in mean and spread."""
 import numpy as np
 import pytest
 
 from fedpne_jax.algorithms.trees import gpo, poo, tree, vpct
 from fedpne_jax.core import executor
 from tests.support import reference_gpo
-from tests.support.helpers import pyxab_run, traced_tree_run, two_sample_z
+from tests.support.helpers import assert_same_distribution, pyxab_run, traced_tree_run
 
 T = 300
 
@@ -88,8 +88,9 @@ def test_noisy_regret_equals_the_reference_statistically(himmelblau):
     out, _ = traced_tree_run(vpct, _config(noise="gaussian:0.1"), himmelblau, np.arange(SEEDS))
     assert executor.trace_count() == traces
     rng = np.random.default_rng(5)
-    refs = [_reference(static, seed, noise="gaussian", sigma=0.1, rng=rng) for seed in range(SEEDS)]
-    assert abs(two_sample_z(out.final_regret, [r.final_regret for r in refs])) < 4
+    # Other seeds' partitions than the engine's: the two samples share no randomness.
+    refs = [_reference(static, seed, noise="gaussian", sigma=0.1, rng=rng) for seed in range(SEEDS, 2 * SEEDS)]
+    assert_same_distribution(out.final_regret, [r.final_regret for r in refs], "final regret")
     assert out.final_regret.std() > 0 and np.all(out.flags == 0)
 
 

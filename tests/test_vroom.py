@@ -13,7 +13,7 @@ import fedpne_jax as fp
 from fedpne_jax.algorithms.trees import vroom
 from fedpne_jax.core import executor
 from tests.support import reference_vroom
-from tests.support.helpers import traced_tree_run, two_sample_z
+from tests.support.helpers import assert_same_distribution, traced_tree_run
 
 T = 300
 SEEDS = 100
@@ -70,8 +70,8 @@ def test_noisy_regret_and_depth_equal_the_reference_statistically(garland, garla
     rng = np.random.default_rng(11)
     refs = [reference(_config(), "garland", 1, seed + 1000, noise="gaussian", sigma=0.1, rng=rng)
             for seed in range(SEEDS)]
-    assert abs(two_sample_z(out.final_regret, [r.final_regret for r in refs])) < 4
-    assert abs(two_sample_z(out.nodes, [r.nodes for r in refs])) < 4
+    assert_same_distribution(out.final_regret, [r.final_regret for r in refs], "final regret")
+    assert_same_distribution(out.nodes, [r.nodes for r in refs], "nodes")
 
 
 def test_the_draw_follows_the_rank_probabilities():

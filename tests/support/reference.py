@@ -165,13 +165,35 @@ def _pulls_uniform(prob, node, pulls, noise, sigma, dp_sigma2, rng):
     return rewards.mean(axis=1), gaps
 
 
-def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c=0.1, c1=1.0, delta=None,
+def dp_sigma2(epsilon, delta) -> float:
+    """The variance of DP-Fed-PNE's Gaussian noise per reward, sigma^2 = 2 log(1.25 / delta) / eps^2
+    (Appendix D, Theorem D.1); 0 without DP (epsilon None)."""
+    return 0.0 if epsilon is None else 2.0 * math.log(1.25 / delta) / epsilon ** 2
+
+
+def default_c(dp_sigma2: float = 0.0) -> float:
+    """The confidence constant when none is given: the experiments' c = 0.1 (Appendix E, Fed-PNE's
+    hyper-parameters).  Under DP the good event's constant grows from c = 2 (Lemma 3) to
+    sqrt(4 + 16 sigma^2) (Appendix D's lemma), and the default grows in the same ratio."""
+    return 0.1 * math.sqrt(4.0 + 16.0 * dp_sigma2) / 2.0
+
+
+def parse_noise(spec: str) -> tuple[str, float]:
+    """'gaussian:0.5' -> ('gaussian', 0.5): the README's noise strings (scale 0.1 when none is given;
+    Bernoulli rewards and no noise take none)."""
+    kind, _, scale = spec.partition(":")
+    return kind, (0.0 if kind in ("bernoulli", "none") else float(scale) if scale else 0.1)
+
+
+def fedpne(prob: RefProblem, T: int, *, k=2, split="longest", nu=1.0, rho=0.5, c=None, c1=1.0, delta=None,
            noise="none", sigma=0.0, dp_sigma2=0.0, pull="centre", checkpoints=100, rng=None,
            split_dim_fn=None, per_pull=False) -> RefResult:
     """One run.  noise: none | gaussian | bernoulli | uniform (sigma is the Gaussian sd or the uniform
     half-width).  Centre pulls draw each client's mean exactly (or, with per_pull=True, simulate every
-    round of every node: the slow baseline of scripts/bench.py); pull='uniform' simulates every pull."""
+    round of every node: the slow baseline of scripts/bench.py); pull='uniform' simulates every pull.
+    c and delta default to the paper's: default_c(dp_sigma2), and delta = 1/M (Theorem 1)."""
     M = prob.shifts.size
+    c = default_c(dp_sigma2) if c is None else c
     delta = 1.0 / M if delta is None else delta
     L = math.log(c1 * T / delta)
     root_width = prob.hi - prob.lo

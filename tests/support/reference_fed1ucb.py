@@ -50,10 +50,19 @@ def rewards(noise: str, scale: float, means: np.ndarray, pulls: int, rng) -> np.
     return np.broadcast_to(m, shape).astype(np.float64)
 
 
-def fed1ucb(f, local, points, f_star: float, horizon: int, num_clients: int, kappa: float, sigma: float,
+def subgaussian_scale(noise: str, noise_scale: float) -> float:
+    """The sub-Gaussian scale of one reward's noise: sigma for N(0, sigma^2); a / sqrt(3) for U[-a, a],
+    whose variance a^2 / 3 is its best variance proxy (it is strictly sub-Gaussian); 1/2 for a
+    Bernoulli reward (Hoeffding); 0 without noise."""
+    return {"gaussian": noise_scale, "uniform": noise_scale / math.sqrt(3), "bernoulli": 0.5, "none": 0.0}[noise]
+
+
+def fed1ucb(f, local, points, f_star: float, horizon: int, num_clients: int, kappa: float, sigma=None,
             noise: str = "none", noise_scale: float = 0.0, checkpoints: int = 100, rng=None) -> Fed1UCBRun:
-    """One run.  ``f(points) -> (K,)`` global values, ``local(points) -> (K, M)`` local values."""
+    """One run.  ``f(points) -> (K,)`` global values, ``local(points) -> (K, M)`` local values;
+    ``sigma`` the elimination's sub-Gaussian scale, by default subgaussian_scale of the noise."""
     rng = np.random.default_rng(0) if rng is None else rng
+    sigma = subgaussian_scale(noise, noise_scale) if sigma is None else sigma
     T, M = horizon, num_clients
     K = len(points)
     pulls = max(1, math.ceil(kappa * math.log(T)))

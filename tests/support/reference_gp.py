@@ -137,12 +137,19 @@ def _noise(rng, sd):
     return 0.0 if rng is None or sd == 0 else sd * rng.standard_normal()
 
 
-def gpucb(cand, f, f_star, T, *, kernel_kind="exponential", lengthscale=1.0, lam=None, B=1.0, R=0.0,
+def default_lam(observations: int) -> float:
+    """IGP-UCB's regulariser lam = 1 + eta with eta = 2 / T (Chowdhury & Gopalan 2017, Theorem 3), T the
+    number of observations of the whole run."""
+    return 1 + 2 / observations
+
+
+def gpucb(cand, f, f_star, T, *, kernel_kind="exponential", lengthscale=1.0, lam=None, B=1.0, R=None,
           delta=0.1, noise_sd=0.0, rng=None) -> Run:
     """IGP-UCB (Chowdhury & Gopalan 2017, Alg. 1) on candidates ``cand`` with values ``f``:
     x_t = argmax mu_{t-1} + beta_t sigma_{t-1}, beta_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(1/delta))),
-    lam = 1 + 2/T unless given."""
-    lam = 1 + 2 / T if lam is None else lam
+    lam = default_lam(T) unless given, R the Gaussian noise's sd (its sub-Gaussian scale) unless given."""
+    lam = default_lam(T) if lam is None else lam
+    R = noise_sd if R is None else R
     X, y, chosen, regret, total = [], [], [], [], 0.0
     for _ in range(T):
         mean, var = posterior(kernel_kind, lengthscale, lam, cand, X, y)
@@ -209,13 +216,14 @@ def bo(cand, f, f_star, T, initial_index, *, kernel_kind="matern52", lengthscale
 
 
 def bbo(cand, f_global, f_local, f_star, T, *, kernel_kind="exponential", lengthscale=1.0, lam=None, B=1.0,
-        R=0.0, delta=0.1, noise_sd=0.0, rng=None) -> Run:
+        R=None, delta=0.1, noise_sd=0.0, rng=None) -> Run:
     """GP-BUCB (Desautels et al. 2014) with IGP-UCB's beta: pick m of round t maximises
     mu_fb + beta sigma, mu_fb from the observations of rounds < t, sigma and gamma from those points
     plus the picks 1..m-1 of round t (hallucinated); client m observes f_local[:, m].
     Regret: per-client average of f* - f_global."""
     M = f_local.shape[1]
-    lam = 1 + 2 / (T * M) if lam is None else lam
+    lam = default_lam(T * M) if lam is None else lam
+    R = noise_sd if R is None else R
     X, y, chosen, regret, total = [], [], [], [], 0.0
     for _ in range(T):
         mean_fb, _ = posterior(kernel_kind, lengthscale, lam, cand, X, y)
