@@ -15,6 +15,7 @@ from fedpne_jax.cli import main
 from fedpne_jax.core.result import RunResult
 from fedpne_jax.paper import figures, summary
 from fedpne_jax.paper.reproduce import TIMING, reproduce
+from tests.support.read_only import read_only_folder
 
 # One tiny shape for every run here, so that the whole file compiles Fed-PNE once.
 TINY = ["--horizon", "50", "--clients", "2", "--seeds", "1", "--checkpoints", "5"]
@@ -162,17 +163,15 @@ def test_read_only_outputs_are_refused(argv, denied, message, tmp_path, no_run, 
 @pytest.mark.parametrize("argv", [["run", "--output", "{ro}/r.json"], ["reproduce", "fig3", "--out", "{ro}/results"],
                                   ["sweep", "--out", "{ro}/s", "--objectives", "garland"]])
 def test_chmod_read_only_folder(argv, tmp_path, no_run, capsys):
+    """A folder the file system refuses to write: chmod 555, or for root (whom the mode does not
+    stop) a read-only mount."""
     ro = tmp_path / "ro"
     ro.mkdir()
-    ro.chmod(0o555)
-    try:
-        if os.access(ro, os.W_OK):
-            pytest.skip("this user (root) writes into read-only folders")
+    with read_only_folder(ro):
         assert main([a.format(ro=ro) for a in argv]) == 2
-        err = capsys.readouterr().err
-        assert "not writable" in err and str(ro) in err and "Traceback" not in err
-    finally:
-        ro.chmod(0o755)
+    err = capsys.readouterr().err
+    assert "not writable" in err and str(ro) in err and "Traceback" not in err
+    assert os.listdir(ro) == []
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -18,6 +18,8 @@ CASES = [
     ("himmelblau", 2, 10, 20_000, 3, 0.6),
     ("ackley", 2, 10, 20_000, 2, 0.7),
     ("rastrigin", 2, 1, 20_000, 3, 0.5),
+    ("rastrigin", 3, 4, 20_000, 3, 0.6),
+    ("ackley", 3, 3, 20_000, 2, 0.5),
 ]
 
 
@@ -50,15 +52,16 @@ def test_longest_split_matches_reference(name, dim, M, T, k, rho):
     assert res.phases[0] >= 3
 
 
-@pytest.mark.parametrize("name,k", [("himmelblau", 2), ("ackley", 3)])
-def test_random_split_matches_reference_per_seed(name, k):
+@pytest.mark.parametrize("name,dim,k", [("himmelblau", 2, 2), ("ackley", 2, 3), ("rastrigin", 3, 3)])
+def test_random_split_matches_reference_per_seed(name, dim, k):
     config = fp.FedPNEConfig(num_clients=4, horizon=20_000, k=k, split="random", noise="none", checkpoints=20)
-    objective = make(name, 4, dim=2)
+    objective = make(name, 4, dim=dim)
     res = fp.run(config, objective, seeds=[0, 5, 9], base_seed=3)
     for i, seed in enumerate([0, 5, 9]):
-        ref = reference_run(config, objective, split_dim_fn=random_split_fn(3, seed, 2))
+        ref = reference_run(config, objective, split_dim_fn=random_split_fn(3, seed, dim))
         _compare(res, i, ref)
     assert len(set(res.final_regret.tolist())) > 1     # the partitions really differ between seeds
+    assert res.phases.min() >= 3 and res.depth.min() >= dim     # deep enough to split every dimension
 
 
 @pytest.mark.parametrize("sampling,T", [("client", 10_000), ("explicit", 3_001)])

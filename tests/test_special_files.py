@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from fedpne_jax.core.files import WriteError, write_atomic, write_json
+from tests.support.read_only import as_nobody, shared_folder
 
 DATA = {"b": [1, 2.5], "a": "x"}
 TEXT = json.dumps(DATA, sort_keys=True, indent=1).encode()
@@ -185,15 +186,23 @@ def test_custom_error_type_through_a_link_to_a_device(tmp_path):
 
 
 @needs_fifo
-def test_unopenable_special_file_raises_write_error_naming_it(tmp_path):
-    fifo = tmp_path / "out.fifo"
-    os.mkfifo(fifo, 0o400)
-    if os.access(fifo, os.W_OK):          # root ignores the mode; make the open fail another way
-        pytest.skip("the FIFO's mode does not stop this user")
-    with pytest.raises(WriteError, match=re.escape(f"cannot write {str(fifo)!r}: Permission denied")) as caught:
-        write_json(str(fifo), DATA)
-    assert caught.value.errno == errno.EACCES and caught.value.filename == str(fifo)
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+def test_unopenable_special_file_raises_write_error_naming_it():
+    """A FIFO this user may not open: root's mode bits do not stop it, so there the write runs in a
+    child process as the unprivileged nobody (tests/support/read_only.py)."""
+    with shared_folder() as folder:
+        fifo = os.path.join(folder, "out.fifo")
+        os.mkfifo(fifo, 0o400)
+
+        def write():
+            try:
+                write_json(fifo, DATA)
+            except WriteError as caught:
+                return type(caught).__name__, str(caught), caught.errno, caught.filename
+            return None
+
+        raised = as_nobody(write)
+        assert raised == ("WriteError", f"cannot write {fifo!r}: Permission denied", errno.EACCES, fifo)
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(folder) == ["out.fifo"]
 
 
 def test_dash_writes_standard_output(capfdbinary, tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ from fedpne_jax.core import run as runs
 from fedpne_jax.experiments import store as store_lib
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.sweep import SweepWriteError
+from tests.support.read_only import read_only_folder
 from tests.test_sweep import definition
 
 SEEDS = 3
@@ -190,29 +191,18 @@ def test_ctrl_c_keeps_the_finished_chunks_and_a_valid_index(clean, tmp_path, mon
     assert_same(out, clean)
 
 
-def _read_only(folder) -> bool:
-    """Make ``folder`` read-only; False where that does not stop this process (root)."""
-    folder.chmod(0o555)
-    if os.access(folder, os.W_OK):
-        folder.chmod(0o755)
-        return False
-    return True
-
-
 @pytest.mark.parametrize("inside", [False, True])
 def test_unwritable_out_is_refused_before_computing(tmp_path, monkeypatch, inside):
-    """A read-only --out folder, or one to be created in a read-only folder."""
+    """A read-only --out folder, or one to be created in a read-only folder (a read-only mount where
+    chmod does not stop this user: root)."""
     locked = tmp_path / "locked"
     locked.mkdir()
-    if not _read_only(locked):
-        pytest.skip("chmod does not stop this user (root) from writing")
     out = locked / "out" if inside else locked
     monkeypatch.setattr(runs, "run_pairs", lambda *a, **k: pytest.fail("a refused sweep computed"))
-    try:
+    with read_only_folder(locked):
         with pytest.raises(SweepWriteError, match=re.escape(f"results folder {str(out)!r} is not writable")):
             sweep(out)
-    finally:
-        locked.chmod(0o755)
+    assert os.listdir(locked) == []
 
 
 def test_unwritable_out_refusal_without_chmod(tmp_path, monkeypatch):
