@@ -2,7 +2,7 @@
 ``flwr run``, and every process stopped afterwards.
 
 :class:`Deployment` starts, as subprocesses on free localhost ports, ``flower-superlink`` and N
-SuperNodes (``python -m fedpne_jax.flower.supernode``, Flower's SuperNode with a short idle poll),
+SuperNodes (``fedpne_jax/flower/supernode.py``, Flower's SuperNode with a short idle poll),
 each with ``--node-config "partition-id=i num-partitions=N"``; writes a Flower app (a pyproject.toml
 whose components are :mod:`fedpne_jax.flower.server` and :mod:`fedpne_jax.flower.client` and whose
 run config is the run's) and a Flower configuration (``FLWR_HOME``) naming the SuperLink; and runs
@@ -33,6 +33,10 @@ from typing import Optional
 
 CONNECTION = "fedpne-local"
 GRACE = 5.0
+# fedpne_jax/flower/supernode.py run as a script: importing it as a module would import the package
+# (JAX and every algorithm, 170 MB more per SuperNode) for nothing.
+SUPERNODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supernode.py")
+RUN_FILE = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 # warm: each SuperNode in Flower's process isolation, its ClientApp tasks run by one long-lived
 # executor (fedpne_jax.flower.warm); subprocess: Flower's stock executor, one process per message.
 ISOLATIONS = ("warm", "subprocess")
@@ -230,7 +234,7 @@ class Deployment:
         while len(self.node_ports) <= i:
             self.node_ports.append(free_port())
         isolation = ["--isolation", "process"] if self.isolation == "warm" else []
-        node = self._start(f"supernode-{i}", [sys.executable, "-m", "fedpne_jax.flower.supernode",
+        node = self._start(f"supernode-{i}", [sys.executable, "-c", RUN_FILE, SUPERNODE,
                                               *self.tls_args(False), "--superlink", f"127.0.0.1:{self.port}",
                                               "--port", str(self.node_ports[i]), *isolation,
                                               "--node-config", f"partition-id={i} num-partitions={self.clients}"])
