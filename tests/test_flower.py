@@ -214,7 +214,9 @@ def test_on_client_loss_continue_goes_on_and_records_the_lost_client(deployment,
     assert outcome["ok"], outcome
     lost = result["flower"]["lost_clients"]
     assert len(lost) == 1 and lost[0]["client"] == 1 and lost[0]["step"] >= 1
-    assert result["per_seed"]["curves"] != reference["per_seed"]["curves"]
+    answered = [s["clients"] for s in result["flower"]["per_step"]]
+    assert answered[:lost[0]["step"]] == [M] * lost[0]["step"]
+    assert all(n == M - 1 for n in answered[lost[0]["step"]:] if n)
 
 
 def test_a_crashed_server_resumes_from_its_last_step_with_the_same_numbers(deployment, tmp_path, reference):

@@ -178,7 +178,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
         seconds = time.time() - t0
         book["steps"].append({"step": int(step), "slots": int(sum(len(r) for r in rows.values())),
                               "sent_bytes": int(sent), "received_bytes": int(received),
-                              "clients": len(replies) - len(missing), "seconds": round(seconds, 4),
+                              "clients": len(rows) - len(missing), "seconds": round(seconds, 4),
                               "exchange_seconds": round(waited, 4), "client_handler_seconds": round(handler, 4),
                               "client_process_seconds": round(process, 4)})
         write_json_atomic(book_path, book)
