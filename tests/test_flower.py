@@ -138,8 +138,11 @@ def test_ctrl_c_stops_every_process_it_started(tmp_path, xla_cache):
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **xla_cache})
     deadline = time.time() + 300
-    while not (tmp_path / "state.fpne").exists() and time.time() < deadline and proc.poll() is None:
+    # Interrupted once the run is submitted (its app written), or once the server has saved a state.
+    while not ((workdir / "app-1").exists() or (tmp_path / "state.fpne").exists()) and time.time() < deadline \
+            and proc.poll() is None:
         time.sleep(0.1)
+    time.sleep(2.0)
     assert processes_in(str(workdir)), "the deployment's processes run in its working folder"
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
