@@ -107,8 +107,17 @@ def run_cli(tmp_path, *extra, env=None) -> tuple:
     command = [sys.executable, "-m", "fedpne_jax", "flower", "local", "--clients", str(M), "--heterogeneity",
                "shift", "--horizon", str(T), "--noise", "none", "--sampling", "client", "--output", str(out),
                "--state", str(tmp_path / "state.fpne"), "--workdir", str(workdir), *extra]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
-    return done, out, str(workdir)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    try:
+        stdout, stderr = proc.communicate(timeout=900)
+    except BaseException:
+        # A test stopped (timeout, Ctrl-C): the command is interrupted as a user would, so that it
+        # stops its processes (subprocess.run would KILL it, leaving them).
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr), out, str(workdir)
 
 
 def test_noise_free_run_over_flower_is_fp_runs_run_and_leaves_no_process(tmp_path, reference, xla_cache):
@@ -237,6 +246,17 @@ def test_a_crashed_server_resumes_from_its_last_step_with_the_same_numbers(deplo
 
 
 # ------------------------------------------------------------------ the reply checks alone
+
+def test_run_config_defaults_are_fedpne_runs():
+    from fedpne_jax import cli
+    from fedpne_jax.flower import spec
+    assert (spec.DEFAULT_NOISE, spec.DEFAULT_CHECKPOINTS) == (cli.DEFAULT_NOISE, cli.DEFAULT_CHECKPOINTS)
+    problem = spec.problem({"clients": 3, "horizon": 50, "set": "k=3"})
+    assert problem.config == fp.make_config("fedpne", num_clients=3, horizon=50, k=3, noise=cli.DEFAULT_NOISE,
+                                            checkpoints=50)
+    with pytest.raises(ValueError, match="unknown key"):
+        spec.problem({"horizn": 5})
+
 
 def _reply(content=None, error=None):
     meta = Metadata(run_id=1, message_id="", src_node_id=7, dst_node_id=0, reply_to_message_id="x", group_id="",

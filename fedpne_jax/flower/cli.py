@@ -13,7 +13,8 @@ import os
 import sys
 import tempfile
 
-from fedpne_jax.flower import spec
+from fedpne_jax.core import registry
+from fedpne_jax.flower import local, spec
 
 # fedpne run's options that do not apply to one run on a Flower deployment.
 SKIPPED = {"help", "seeds", "devices", "distributed", "coordinator", "num_processes", "process_id", "memory_gb",
@@ -83,8 +84,6 @@ def run_config(args) -> dict:
 
 
 def command(args, check_output_file, describe_params) -> int:
-    from fedpne_jax.core import registry
-    from fedpne_jax.flower import local
     if args.help_params:
         print(describe_params(registry.get(args.algorithm)))
         return 0

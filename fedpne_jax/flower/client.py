@@ -18,8 +18,6 @@ asked and replies with their means:
 With DP-Fed-PNE (``dp-epsilon``), the client adds the privacy noise of Appendix D to its means
 before they leave (``fedpne_jax.algorithms.fedpne.steps.privatize``), from its own key.
 
-The module imports neither JAX nor the package's algorithms until a query needs them: Flower starts
-one process per message, and a hello costs only Flower's import.
 """
 from __future__ import annotations
 
@@ -27,11 +25,16 @@ import importlib
 import os
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from fedpne_jax.flower import wire
+from fedpne_jax.algorithms.fedpne.steps import privatize
+from fedpne_jax.core import compile_cache, registry
+from fedpne_jax.core.stepper import mean_of_pulls
+from fedpne_jax.flower import spec, wire
 
 app = ClientApp()
 CLIENT_SALT = 0x464C5752      # keeps the clients' keys apart from the server's fold_in(key(seed), i)
@@ -76,7 +79,6 @@ def process_age() -> float:
 
 
 def client_key(seed: int, partition: int, step: int):
-    import jax
     key = jax.random.fold_in(jax.random.key(seed), CLIENT_SALT)
     return jax.random.fold_in(jax.random.fold_in(key, partition), step)
 
@@ -108,11 +110,6 @@ def function_means(function, partition: int, points: np.ndarray, counts: np.ndar
 
 def evaluate(run_config: dict, partition: int, step: int, points: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The client's means at ``points`` of ``counts`` pulls each."""
-    import jax
-    import jax.numpy as jnp
-
-    from fedpne_jax.core import compile_cache
-    from fedpne_jax.flower import spec
     problem = spec.problem(run_config)
     config = problem.config
     noise_key, private_key = jax.random.split(client_key(problem.seed, partition, step))
@@ -123,12 +120,10 @@ def evaluate(run_config: dict, partition: int, step: int, points: np.ndarray, co
                                 points.dtype)
         else:
             compile_cache.enable()
-            from fedpne_jax.core.stepper import mean_of_pulls
             key = (problem.fingerprint(), partition, x64)
             if key not in _LOCAL:
                 objective = problem.objective()
                 _LOCAL.clear()
-                from fedpne_jax.core import registry
                 if registry.get(problem.algorithm).federated:
                     _LOCAL[key] = jax.jit(jax.vmap(lambda x: objective.local(x, partition)))
                 else:       # a centralised algorithm's one client observes the global objective, as in fp.run
@@ -138,6 +133,5 @@ def evaluate(run_config: dict, partition: int, step: int, points: np.ndarray, co
             means = mean_of_pulls(config.noise_kind, getattr(config, "noise_scale", 0.0), values,
                                   jnp.asarray(counts, jnp.int32), noise_key)
         if getattr(config, "dp", False):
-            from fedpne_jax.algorithms.fedpne.steps import privatize
             means = privatize(config, means, jnp.asarray(counts, jnp.int32), private_key)
         return np.asarray(means, np.float64)

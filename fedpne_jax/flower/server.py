@@ -39,6 +39,9 @@ import numpy as np
 from flwr.app import Context, Message
 from flwr.serverapp import Grid, ServerApp
 
+from fedpne_jax.core import compile_cache
+from fedpne_jax.core.files import write_atomic
+from fedpne_jax.core.optimizer import Optimizer
 from fedpne_jax.flower import spec, wire
 
 app = ServerApp()
@@ -54,7 +57,6 @@ def log(text: str) -> None:
 
 
 def write_json_atomic(path: str, data: dict) -> None:
-    from fedpne_jax.core.files import write_atomic
     text = json.dumps(data, indent=1).encode()
     write_atomic(os.fspath(path), lambda fh: fh.write(text))
 
@@ -76,8 +78,6 @@ def main(grid: Grid, context: Context) -> None:
 
 
 def serve(grid: Grid, run_config: dict) -> dict:
-    import fedpne_jax as fp
-    from fedpne_jax.core import compile_cache
     compile_cache.enable()
     problem = spec.problem(run_config)
     state_path, output = spec.default_paths(problem) if not (spec.given(run_config, "state") and
@@ -106,12 +106,12 @@ def serve(grid: Grid, run_config: dict) -> dict:
         if saved is None or saved.get("fingerprint") != fingerprint:
             raise RunStopped(f"state {state_path}: it holds another problem's run (or its bookkeeping file "
                              f"{book_path} is missing); remove it, or give another 'state' path")
-        opt = fp.Optimizer.load(state_path, space=None if problem.objective_args is None else space)
+        opt = Optimizer.load(state_path, space=None if problem.objective_args is None else space)
         book = saved
         book["resumed_at"].append(opt.step)
         log(f"resumed {state_path} at step {opt.step}")
     if opt is None:
-        opt = fp.Optimizer(problem.config, space, base_seed=problem.seed, f_star=problem.f_star)
+        opt = Optimizer(problem.config, space, base_seed=problem.seed, f_star=problem.f_star)
         opt.save(state_path)
         write_json_atomic(book_path, book)
     M = problem.num_clients

@@ -23,8 +23,12 @@ import dataclasses
 import hashlib
 import json
 import os
-import types
 from typing import Any, Optional
+
+import objectives
+from fedpne_jax.core import registry
+from fedpne_jax.core.config import parse_noise
+from fedpne_jax.core.optimizer import _to_json
 
 OPTION_KEYS = ("nu", "rho", "c", "c1", "delta", "k", "split", "noise", "pull", "sampling", "dp-epsilon",
                "dp-delta", "checkpoints", "capacity")
@@ -33,6 +37,10 @@ PROBLEM_KEYS = ("algorithm", "objective", "clients", "horizon", "seed", "heterog
 SERVER_KEYS = ("state", "output", "status", "resume", "client-timeout", "node-timeout", "on-client-loss", "poll",
                "crash-after-step")
 ON_CLIENT_LOSS = ("stop", "continue")
+# fedpne run's defaults (fedpne_jax.cli.DEFAULT_NOISE, DEFAULT_CHECKPOINTS; tests/test_flower.py checks
+# they agree): the command line imports this module, so this module may not import it.
+DEFAULT_NOISE = "gaussian:0.1"
+DEFAULT_CHECKPOINTS = 100
 DEFAULTS = {"algorithm": "fedpne", "objective": "garland", "seed": 0, "objective-seed": 0, "resume": True,
             "client-timeout": 300.0, "node-timeout": 300.0, "on-client-loss": "stop", "poll": 0.02,
             "crash-after-step": -1}
@@ -88,7 +96,6 @@ class Problem:
         """The registered objective (None with a function)."""
         if self.objective_args is None:
             return None
-        import objectives
         return objectives.make_objective(**self.objective_args)
 
     def space(self):
@@ -97,7 +104,6 @@ class Problem:
 
     def fingerprint(self) -> str:
         """A short digest of the problem: a state file of another problem is never resumed."""
-        from fedpne_jax.core.optimizer import _to_json
         fields = {f.name: _to_json(getattr(self.config, f.name)) for f in dataclasses.fields(self.config) if f.init}
         text = json.dumps({"algorithm": self.algorithm, "config": fields, "objective": self.objective_args,
                            "function": self.function, "box": self.box, "f_star": self.f_star, "seed": self.seed},
@@ -107,11 +113,6 @@ class Problem:
 
 def problem(run_config) -> Problem:
     """The :class:`Problem` of a Flower run config (ValueError naming the key)."""
-    import objectives
-    from fedpne_jax import cli
-    from fedpne_jax.core import registry
-    from fedpne_jax.core.config import parse_noise
-
     unknown = sorted(set(run_config) - set(PROBLEM_KEYS) - set(SERVER_KEYS))
     if unknown:
         raise ValueError(f"run config: unknown key(s) {', '.join(map(repr, unknown))}; known: "
@@ -125,7 +126,7 @@ def problem(run_config) -> Problem:
         if value is not None:
             parsed = registry.parse_value(value) if isinstance(value, str) else value
             options[key.replace("-", "_")] = value if parsed is None and key == "noise" else parsed
-    for field, (item, value) in cli.parse_settings(
+    for field, (item, value) in parse_settings(
             [s for s in str(given(run_config, "set") or "").replace(",", ";").split(";") if s.strip()]).items():
         if field in options:
             raise ValueError(f"run config: {field} is set both as a key and in 'set' ({item}); give it once")
@@ -146,15 +147,15 @@ def problem(run_config) -> Problem:
         if clients is None or horizon is None:
             raise ValueError("run config: a 'function' needs 'clients' and 'horizon'")
         options["horizon"] = horizon
-        config = cli.run_config(types.SimpleNamespace(algorithm=algorithm), options, clients)
+        config = make_config(algorithm, options, clients)
         return Problem(algorithm, config, _askers(config, clients), None, function, (lo, hi), f_star, seed)
     name = str(given(run_config, "objective"))
-    noise_kind = parse_noise(options.get("noise", cli.DEFAULT_NOISE))[0]
+    noise_kind = parse_noise(options.get("noise", DEFAULT_NOISE))[0]
     heterogeneity = given(run_config, "heterogeneity") or objectives.default_heterogeneity(name, noise_kind)
     default_clients, default_horizon = objectives.default_size(name)
     clients = clients or options.get("num_clients", default_clients)
     options["horizon"] = horizon or options.get("horizon", default_horizon)
-    config = cli.run_config(types.SimpleNamespace(algorithm=algorithm), options, clients)
+    config = make_config(algorithm, options, clients)
     amplitude = given(run_config, "amplitude")
     args = {"name": name, "num_clients": clients, "heterogeneity": heterogeneity,
             "seed": _int(run_config, "objective-seed"), "dim": _int(run_config, "dim"),
@@ -162,6 +163,31 @@ def problem(run_config) -> Problem:
     if amplitude is not None:
         args["amplitude"] = float(amplitude)
     return Problem(algorithm, config, _askers(config, clients), args, None, None, f_star, seed)
+
+
+def parse_settings(items) -> dict:
+    """KEY=VALUE strings as {key: (item, parsed value)}, a key given twice refused (as fedpne run's --set)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ValueError(f"run config 'set' expects key=value items, got {item!r}")
+        if key in out:
+            raise ValueError(f"run config 'set': {out[key][0]} and {item} both set {key}; give it once")
+        out[key] = (item, registry.parse_value(value))
+    return out
+
+
+def make_config(algorithm: str, options: dict, num_clients: int):
+    """The algorithm's config as ``fedpne run`` makes it (fedpne_jax.cli.run_config): its defaults, but
+    the command line's noise and checkpoints, and M where the algorithm has clients."""
+    options = dict(options)
+    options.setdefault("noise", DEFAULT_NOISE)
+    options.setdefault("checkpoints", min(DEFAULT_CHECKPOINTS, options["horizon"]))
+    if "num_clients" in {f.name for f in dataclasses.fields(registry.config_type(algorithm))}:
+        options["num_clients"] = num_clients
+    return registry.make_config(algorithm, **options)
 
 
 def _askers(config, clients: int) -> int:
