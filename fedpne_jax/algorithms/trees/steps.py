@@ -67,8 +67,11 @@ def steps(static: tree.TreeStatic, params, space: Space, policy: tree.TreePolicy
         last = s.last._replace(reward=told)
         book = tree.record_recommendation(static, params, policy, s._replace(book=book), last, t, gap, f_star,
                                           lambda x: value_at(run, x))
+        # The best-so-far values of a chunk's rounds are kept (book.recent) and settled into the
+        # targets' hits once the chunk is full, as the round loop settles a block: a binary search per
+        # target each step would cost more than the round.  after() settles a partial last chunk.
         i = (t - 1) % static.chunk
-        book = tree.settle(book, i, i, t - i)
+        book = jax.lax.cond(i == static.chunk - 1, lambda b: tree.settle(b, 0, i, t - i), lambda b: b, book)
         # A stale tell writes nothing: the book is kept whole, the update is gated by ``active``.
         s = s._replace(book=jax.tree.map(lambda new, old: jnp.where(pulling, new, old), book, s.book), last=last)
         if policy.refresh is not None:
@@ -83,6 +86,9 @@ def steps(static: tree.TreeStatic, params, space: Space, policy: tree.TreePolicy
         regret that selection writes, as the round loop ends."""
         t = step + 1
         s = run.state
+        i = (t - 2) % static.chunk              # the last told round's place in its chunk
+        s = s._replace(book=jax.lax.cond((t > 1) & (i < static.chunk - 1),
+                                         lambda b: tree.settle(b, 0, i, t - 1 - i), lambda b: b, s.book))
         last = selection(t, s, run.key)
         gap = f_star - no_contraction(value_at(run, last.point).astype(dtype))
         book = tree.record_recommendation(static, params, policy, s, last, t, gap, f_star, lambda x: value_at(run, x))
