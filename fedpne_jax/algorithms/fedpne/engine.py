@@ -50,7 +50,8 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         s = phase_lib.write_span(static, s)
         s = phase_lib.expand_until_ready(static, params, s)
         after = phase_lib.run_phase(static, params, objective, sample_key, s)
-        return jax.tree.map(lambda a, b: jnp.where(phase_lib.runs(params, s), a, b), after, s)
+        go = phase_lib.runs(params, s)
+        return jax.tree.map(lambda a, b: jnp.where(go, a, b), after, s)
 
     state = jax.lax.while_loop(lambda s: phase_lib.runs(params, s), body, state)
     return finish(static, state, scale)

@@ -20,6 +20,9 @@ mean: :func:`privatize` is that step, for a client's means, and the stepper's ``
 already privatised.  ``Stepper.evaluate(query, key)`` applies it after the observation noise (the
 ``privatize`` of :class:`~fedpne_jax.core.stepper.Steps`).
 
+A run is done at T or when a flag stops it (phase.runs); later asks are empty.  A node table that
+overflows stops the run with FLAG_CAPACITY (``failed``): the caller replays the told values on
+``Stepper.grown()``, whose table plan.grow makes GROWTH times larger (results do not depend on it).
 Only centre pulls are asked: pull='uniform' (a point drawn in each node per pull) is refused.
 """
 from __future__ import annotations
