@@ -37,6 +37,7 @@ import objectives
 from fedpne_jax.core import checkpoints, registry
 from fedpne_jax.core.algorithm import check_inputs as check_pair
 from fedpne_jax.core.errors import CapacityError
+from fedpne_jax.core.run import check_inputs, resolve_objectives
 from fedpne_jax.core.validation import is_real
 from objectives.ordered import no_contraction
 
@@ -293,7 +294,6 @@ def stepper(config, space, f_star=None) -> Stepper:
     """The ask/tell functions of ``config`` (any registered configuration) on ``space`` (an
     Objective, a registered objective's name, or a box ``(lo, hi)``); ``f_star``: the optimum's value
     for a box (or to override an Objective's)."""
-    from fedpne_jax.core.run import check_inputs, resolve_objectives
     algorithm = registry.for_config(config)
     if algorithm.steps is None:
         raise ValueError(f"algorithm {algorithm.name!r} has no ask/tell steps (its Algorithm has no steps= hook; "

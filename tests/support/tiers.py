@@ -47,6 +47,23 @@ FUNCTIONS = {
                                      "test_load_sweep_reads_the_labels_the_sweep_was_built_with",
                                      "test_make_objective_builds_every_valid_call",
                                      "test_run_returns_the_seeds_it_was_asked_for"],
+    # Ask/tell: the gate keeps the contract for one algorithm of each family (CASES), the Optimizer
+    # against fp.run, resume in a new process, file and call refusals; the property test over call
+    # sequences and the 500-seed noisy comparisons are thorough.
+    "tests/test_asktell.py": ["test_any_sequence_of_calls_keeps_the_run", "test_box_without_f_star_reports_no_regret",
+                              "test_saved_run_continues_in_a_new_process"],
+    "tests/test_asktell_noisy.py": ["*"],
+    "tests/test_examples_asktell.py": ["*"],
+    # Real SuperLink and SuperNode processes (minutes on two cores); the gate keeps the reply checks,
+    # the run configuration and the privacy noise, which start no process.
+    "tests/test_flower.py": ["test_noise_free_run_over_flower_is_fp_runs_run_and_leaves_no_process",
+                             "test_tls_run_is_the_same_run", "test_ctrl_c_stops_every_process_it_started",
+                             "test_a_malformed_reply_is_refused_naming_the_client",
+                             "test_noise_free_bbob_run_over_flower_is_fp_runs_run",
+                             "test_a_killed_supernode_stops_the_run_with_its_state_kept_and_the_rerun_finishes_it",
+                             "test_on_client_loss_continue_goes_on_and_records_the_lost_client",
+                             "test_a_crashed_server_resumes_from_its_last_step_with_the_same_numbers",
+                             "test_noisy_runs_over_flower_match_fp_run_in_distribution"],
     "tests/test_bbob.py": ["test_instances_heterogeneity", "test_one_dimensional_functions_match_coco",
                            "test_shift_and_fourier_keep_the_bbob_function_as_global_objective"],
     "tests/test_capacity.py": ["test_small_capacity_grows_to_the_same_result"],
@@ -226,6 +243,10 @@ FUNCTIONS = {
 
 # Cases of gate functions that only the thorough tier runs.
 CASES = {
+    "tests/test_asktell.py": [f"test_noise_free_stepper_equals_run[[]{name}]" for name in
+                              ("hoo", "doo", "soo", "stosoo", "vhct", "poo", "gpo", "pct", "vpct", "zooming", "vroom",
+                               "sequool", "stroquool", "fed1ucb", "fnucb", "kernelts", "gpucb", "bo", "bbo")] +
+                             ["test_optimizer_equals_run[[]3]"],
     # A seed in a grid of two equals it in a batch: the grid axis is the executor's and each family's
     # params', so the gate checks one algorithm of each skeleton (Fed-PNE; a tree and a parallel tree; a
     # centralized and a federated GP; both arm algorithms), the thorough tier all.
