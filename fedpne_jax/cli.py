@@ -352,21 +352,6 @@ def cmd_plot(args) -> int:
     return 0
 
 
-def parse_settings(items) -> dict:
-    """KEY=VALUE strings as {key: (item, parsed value)} (see registry.parse_value); a key given twice
-    is refused, as silently keeping the last would hide a typo."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key:
-            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
-        if key in out:
-            raise ValueError(f"--set {out[key][0]} and --set {item} both set {key}; give it once")
-        out[key] = (item, registry.parse_value(value))
-    return out
-
-
 def run_options(args) -> dict:
     """{config field: value} of the options and --set settings the user gave (no defaults).  A
     parameter given both as an option and with --set is refused: neither may silently win."""
@@ -374,7 +359,7 @@ def run_options(args) -> dict:
     flags = {name: (f"--{name.replace('_', '-')}", value) for name, value in given.items()}
     if args.clients is not None:
         flags["num_clients"] = ("--clients", args.clients)
-    settings = parse_settings(args.set)
+    settings = registry.parse_settings(args.set)
     for field, (item, _) in settings.items():
         if field in flags:
             flag, value = flags[field]

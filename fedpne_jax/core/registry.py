@@ -236,6 +236,22 @@ def label(result_name: str) -> str:
     return s.label if s is not None else result_name
 
 
+def parse_settings(items, option: str = "--set") -> dict:
+    """KEY=VALUE strings as {key: (item, parsed value)} (see :func:`parse_value`), for the command
+    line's ``--set`` and Flower's run config ``set`` (``option`` names it in messages); a key given
+    twice is refused, as silently keeping the last would hide a typo."""
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ValueError(f"{option} expects KEY=VALUE, got {item!r}")
+        if key in out:
+            raise ValueError(f"{option} {out[key][0]} and {option} {item} both set {key}; give it once")
+        out[key] = (item, parse_value(value))
+    return out
+
+
 def parse_value(text: str):
     """A command-line or sweep-file value: int, float, bool, none, else the string itself.  The config's
     own validation then rejects a value of the wrong kind, naming the parameter."""

@@ -126,8 +126,9 @@ def problem(run_config) -> Problem:
         if value is not None:
             parsed = registry.parse_value(value) if isinstance(value, str) else value
             options[key.replace("-", "_")] = value if parsed is None and key == "noise" else parsed
-    for field, (item, value) in parse_settings(
-            [s for s in str(given(run_config, "set") or "").replace(",", ";").split(";") if s.strip()]).items():
+    for field, (item, value) in registry.parse_settings(
+            [s for s in str(given(run_config, "set") or "").replace(",", ";").split(";") if s.strip()],
+            option="run config 'set'").items():
         if field in options:
             raise ValueError(f"run config: {field} is set both as a key and in 'set' ({item}); give it once")
         options[field] = value
@@ -163,20 +164,6 @@ def problem(run_config) -> Problem:
     if amplitude is not None:
         args["amplitude"] = float(amplitude)
     return Problem(algorithm, config, _askers(config, clients), args, None, None, f_star, seed)
-
-
-def parse_settings(items) -> dict:
-    """KEY=VALUE strings as {key: (item, parsed value)}, a key given twice refused (as fedpne run's --set)."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key:
-            raise ValueError(f"run config 'set' expects key=value items, got {item!r}")
-        if key in out:
-            raise ValueError(f"run config 'set': {out[key][0]} and {item} both set {key}; give it once")
-        out[key] = (item, registry.parse_value(value))
-    return out
 
 
 def make_config(algorithm: str, options: dict, num_clients: int):
