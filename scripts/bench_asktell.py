@@ -25,7 +25,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402  (the project on the import path, host devices)
-
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax.sharding import Mesh, NamedSharding  # noqa: E402
@@ -84,7 +83,7 @@ def inside_rows(quick: bool) -> list[dict]:
         config = fp.make_config(name, horizon=T, noise=f"gaussian:{SIGMA}", **({"num_clients": M} if M > 1 else {}))
         objective = objectives.make_objective("garland", M)
         fp.run(config, objective, seeds=seeds)                       # compile
-        run_s = harness.best_run_seconds(lambda: fp.run(config, objective, seeds=seeds), 3)
+        run_s = harness.best_run_seconds(lambda c=config, o=objective: fp.run(c, o, seeds=seeds), 3)
         scan_s, compile_s = scanned_seconds(config, objective, seeds, 3)
         rows.append(dict(kind="inside JAX", algorithm=name, T=T, seeds=seeds, fp_run_s=run_s, stepper_scan_s=scan_s,
                          scan_over_run=scan_s / run_s, scan_compile_s=compile_s))

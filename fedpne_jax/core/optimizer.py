@@ -251,7 +251,7 @@ class Optimizer:
         arrays["told"] = (self._told() if self._values
                           else np.zeros((0, self.runs) + self._stepper.slots, np.float64))
         buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]
         payload = buffer.getvalue()
         header = json.dumps(self._header(), sort_keys=True).encode()
         digest = hashlib.sha256(header + payload).hexdigest()

@@ -302,13 +302,13 @@ def stepper(config, space, f_star=None) -> Stepper:
     real = getattr(config, "precision", "float32")
     if isinstance(space, str):
         space = resolve_objectives([config], space)[0]
+    host: Any
     if isinstance(space, objectives.Objective):
         check_inputs(config, space)
+        made = make_space(space, clients, f_star, real)
         host = space
     else:
-        host = None
-    made = make_space(space, clients, f_star, real)
-    if host is None:
+        made = make_space(space, clients, f_star, real)
         host = BoxObjective(made)
         check_pair(algorithm, config, host)
     return _build(config, algorithm, made, host, algorithm.initial_tables([config], host))
@@ -323,8 +323,9 @@ def _build(config, algorithm, space: Space, host, tables) -> Stepper:
     return Stepper(config, algorithm, static, params, space, steps, tables, host)
 
 
-STATE_AXES = State(None, None, 0, 0)
-QUERY_AXES = Query(0, 0, None)
+# vmap's in_axes and out_axes as pytrees of the State and Query shape (None: unbatched).
+STATE_AXES: Any = State(None, None, 0, 0)  # type: ignore[arg-type]
+QUERY_AXES: Any = Query(0, 0, None)  # type: ignore[arg-type]
 
 
 def batch(stepper_: Stepper) -> tuple:
