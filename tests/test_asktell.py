@@ -270,3 +270,20 @@ def test_any_sequence_of_calls_keeps_the_run(garland1, tmp_path, calls):
     _drive(opt, garland1)
     expected = _drive(fp.Optimizer(config, garland1), garland1)
     np.testing.assert_array_equal(opt.result().curves, expected.result().curves)
+
+
+def test_a_table_outgrown_by_an_ask_is_grown_and_the_step_asked_again():
+    """Fed-PNE expands its tree before a phase, in ask: a table that overflows there is grown, the
+    told steps replayed on it, and the phase asked again (never an empty query told as a step)."""
+    config = fp.make_config("fedpne", num_clients=4, horizon=200, noise="none", checkpoints=10)
+    opt = fp.Optimizer(config, ((-4.0, -2.0), (1.0, 1.0)), f_star=1.0)
+    shapes = []
+    while not opt.done:
+        q = opt.ask()
+        assert q.counts.sum() > 0
+        shapes.append(q.counts.shape[1])
+        opt.tell(q, np.where(q.counts > 0, 0.5, np.nan))
+    assert shapes[0] < shapes[-1]                      # the node table grew
+    result = opt.result()
+    # Every pull told 0.5 with f* = 1: the regret at round t is t / 2.
+    np.testing.assert_array_equal(result.curves[0], 0.5 * np.asarray(config.checkpoint_rounds))

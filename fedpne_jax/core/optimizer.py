@@ -124,9 +124,15 @@ class Optimizer:
             raise ValueError("ask: the run is done (Optimizer.done is True); read result() or recommendation")
         if self._asked is not None:
             return self._asked        # asking again before telling gives the same query
-        with self._stepper.x64():
-            query, state = self._ask(self._state)
-        self._state = state
+        while True:
+            with self._stepper.x64():
+                query, state, failed = self._ask(self._state)
+            self._state = state
+            if not bool(failed):
+                break
+            # The ask itself outgrew a table (Fed-PNE expands its tree before a phase): its query is
+            # empty.  The told steps are replayed on the grown tables and the step asked again.
+            self._grow_and_replay()
         points, counts = np.asarray(query.points), np.asarray(query.counts)
         if self.seeds is None:
             points, counts = points[0], counts[0]
@@ -347,7 +353,12 @@ def _programs(s: stepper_lib.Stepper) -> tuple:
         return state, jnp.any(failed(state)), jnp.all(done(state))
 
     # ask and tell replace the state they are given, so its buffers are donated (reused in place).
-    return (jax.jit(init), jax.jit(ask, donate_argnums=0), jax.jit(tell_step, donate_argnums=0), jax.jit(recommend),
+    def ask_step(state):
+        query, state = ask(state)
+        return query, state, jnp.any(failed(state))
+
+    return (jax.jit(init), jax.jit(ask_step, donate_argnums=0), jax.jit(tell_step, donate_argnums=0),
+            jax.jit(recommend),
             jax.jit(done), jax.jit(outputs), jax.jit(failed), jax.jit(replay))
 
 
