@@ -89,15 +89,6 @@ class Space:
     def dim(self) -> int:
         return len(self.lo)
 
-    def booked(self, x, told):
-        """The value the book records for point(s) ``x`` told ``told``: the objective's noise-free
-        global value where there is one, else the told mean."""
-        if self.objective is None:
-            return told
-        return jnp.broadcast_to(self.objective.global_value(x) if x.ndim == 1
-                                else jax.vmap(self.objective.global_value)(x.reshape(-1, x.shape[-1])).reshape(
-                                    x.shape[:-1]), jnp.shape(told)).astype(jnp.result_type(told))
-
     def f_star_as(self, dtype):
         return jnp.asarray(np.nan if self.f_star is None else self.f_star, dtype)
 
