@@ -144,10 +144,10 @@ class Static:
 
 class Params(NamedTuple):
     horizon: np.ndarray            # () int32, T
-    pulls: np.ndarray              # () int32, f
+    pulls: np.int32                # f
     checkpoint_rounds: np.ndarray  # (C,) int32
-    noise_scale: np.ndarray        # () float32
-    bound: np.ndarray              # () float32, 4 sigma^2 ln T / M (B = sqrt(bound / n))
+    noise_scale: np.float32
+    bound: np.float32              # 4 sigma^2 ln T / M (B = sqrt(bound / n))
 
 
 class Outputs(NamedTuple):
@@ -266,7 +266,7 @@ def in_phases(params: Params, s: _State):
 
 
 class Phase(NamedTuple):
-    count: jax.Array        # active arms
+    active: jax.Array       # active arms
     order: jax.Array        # (width,) the active arms in pull order, then K
     end: jax.Array          # its last round (cut at T)
     complete: jax.Array     # it fits before T: it uploads and eliminates
@@ -380,9 +380,9 @@ def run_single(static: Static, params: Params, objective, key) -> Outputs:
         ph = plan(static, params, s)
         gap_rank = jnp.take(gap, ph.order[:K], mode="fill", fill_value=0.0)
         p = s.phases + 1
-        chunks = jnp.where(ph.complete, -(-ph.count // chunk), 0)
+        chunks = jnp.where(ph.complete, -(-ph.active // chunk), 0)
         means, server = communicate(static.noise_kind, jax.random.fold_in(noise_key, p), params.noise_scale, f,
-                                    local, ph.order, ph.count, chunks, chunk, s.means, s.server, p)
+                                    local, ph.order, ph.active, chunks, chunk, s.means, s.server, p)
         return advance(static, params, s, ph, gap_rank, gap, means, server, goals)
 
     s = jax.lax.while_loop(lambda s: in_phases(params, s), phase, start(static, params))

@@ -6,8 +6,8 @@ base-k digits packed into int32 words (``digits`` per word, most significant wor
 geometry is exact at any depth the tables allow; float32 endpoints would merge nodes past depth ~23
 on [0, 1].  Points are produced in the run's float precision only when an objective is evaluated.
 
-All active nodes of a phase share one depth and occupy rows [0, count) in table order; rows beyond
-``count`` are padding.  Under split='random' each node carries its own PRNG key, derived from the
+All active nodes of a phase share one depth and occupy rows [0, used) in table order; rows beyond
+``used`` are padding.  Under split='random' each node carries its own PRNG key, derived from the
 run's partition key along the node's path (child j of a node: fold_in(key, j)), and its split
 dimension is drawn from that key: one partition per run, identical for all clients, independent of
 the table's capacity.
@@ -28,14 +28,14 @@ class NodeTable(NamedTuple):
     cells: jax.Array    # (cap, D, W) int32, base-k digits of the cell index per dimension
     levels: jax.Array   # (cap, D) int32, e_d: splits along each dimension
     keys: jax.Array     # (cap, 2) uint32 partition key data per node (split='random')
-    count: jax.Array    # () int32, number of active nodes
+    used: jax.Array     # () int32, number of active nodes (rows in use)
 
 
 def root(static: Static, partition_key) -> NodeTable:
     cap, D, W = static.capacity, static.dim, static.words
     keys = jnp.broadcast_to(jax.random.key_data(partition_key), (cap, 2))
     return NodeTable(cells=jnp.zeros((cap, D, W), jnp.int32), levels=jnp.zeros((cap, D), jnp.int32),
-                     keys=keys, count=jnp.int32(1))
+                     keys=keys, used=jnp.int32(1))
 
 
 def random_split_dim(key_data, dim: int):

@@ -128,12 +128,12 @@ def expand_until_ready(static: Static, params: Params, state: RunState) -> RunSt
 
     def needs_expansion(s: RunState):
         tau = params.tau[s.depth]
-        small = (tau <= 1) | (s.table.count <= M // tau)
+        small = (tau <= 1) | (s.table.used <= M // tau)
         # A run that is over expands no more (a stepper asked after done comes here).
         return (s.pending | small) & runs(params, s)
 
     def expand_once(s: RunState):
-        active = jnp.arange(static.capacity) < s.table.count
+        active = jnp.arange(static.capacity) < s.table.used
         table, demand = partition.expand(static, s.table, jnp.where(s.pending, s.survivors, active), s.depth)
         # The tables end at static.depth: flag instead of indexing past them.
         flags = s.flags | jnp.where(demand > static.capacity, FLAG_CAPACITY, 0) \
@@ -177,7 +177,7 @@ def schedule(static: Static, params: Params, lo, hi, state: RunState) -> Schedul
     """The phase of ``state`` (after expand_until_ready) in the box [lo, hi]."""
     table, h, t, T = state.table, state.depth, state.t, params.horizon
     rows = jnp.arange(static.capacity, dtype=jnp.int32)
-    active = rows < table.count
+    active = rows < table.used
     n = params.n_pulls[h]
 
     # Products j * n are formed only where they cannot exceed T (int32).
@@ -185,8 +185,8 @@ def schedule(static: Static, params: Params, lo, hi, state: RunState) -> Schedul
     full = remaining // n
     pulls = jnp.where(rows < full, n, jnp.where(rows == full, remaining - jnp.minimum(full, rows) * n, 0))
     pulls = jnp.where(active, pulls, 0)
-    complete = table.count <= full
-    t_end = jnp.where(complete, t + jnp.minimum(table.count, full) * n, T)
+    complete = table.used <= full
+    t_end = jnp.where(complete, t + jnp.minimum(table.used, full) * n, T)
 
     inside, jc, part = _locate(params.checkpoint_rounds, t, t_end, n)
     centre = partition.centres(static, table, lo, hi)
@@ -238,7 +238,7 @@ def conclude(static: Static, params: Params, objective, state: RunState, sched: 
         regret=state.regret + prefix[-1],
         best=so_far,
         phases=state.phases + complete.astype(jnp.int32),
-        uploads=state.uploads + jnp.where(complete, state.table.count, 0),
+        uploads=state.uploads + jnp.where(complete, state.table.used, 0),
         depth_pulled=h,
         recommendation=jnp.where(complete, sched.centre[best], state.recommendation),
         simple=simple,

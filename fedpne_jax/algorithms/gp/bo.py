@@ -61,9 +61,9 @@ class Params(NamedTuple):
     checkpoint_rounds: np.ndarray
     noise_scale: np.ndarray
     lengthscale: np.ndarray
-    noise_var: np.ndarray
-    xi: np.ndarray
-    initial: np.ndarray
+    noise_var: np.float32
+    xi: np.float32
+    initial: np.int32
 
 
 def make_params(config: BOConfig, tables=None) -> Params:
@@ -73,7 +73,7 @@ def make_params(config: BOConfig, tables=None) -> Params:
 
 class Extra(NamedTuple):
     ones: jax.Array              # (K,) A 1: the posterior mean of observations that were all 1
-    count: jax.Array             # observations so far
+    observed: jax.Array          # observations so far
     y_mean: jax.Array            # their running mean and sum of squared deviations (Welford)
     y_m2: jax.Array
 
@@ -111,7 +111,7 @@ def _initial(static, w):
 
 
 def _scale(extra: Extra):
-    sd = jnp.sqrt(extra.y_m2 / jnp.maximum(extra.count, 1.0))
+    sd = jnp.sqrt(extra.y_m2 / jnp.maximum(extra.observed, 1.0))
     return jnp.where(sd > 0.0, sd, 1.0)
 
 
@@ -130,10 +130,10 @@ def choose(static, params, model, extra: Extra, t, b, random):
 
 
 def on_observation(params, extra: Extra, c, d, j, y):
-    count = extra.count + 1.0
+    count = extra.observed + 1.0
     delta = y - extra.y_mean
     y_mean = extra.y_mean + delta / count
-    return Extra(ones=gp.condition_mean(extra.ones, c, d, j, 1.0), count=count, y_mean=y_mean,
+    return Extra(ones=gp.condition_mean(extra.ones, c, d, j, 1.0), observed=count, y_mean=y_mean,
                  y_m2=extra.y_m2 + delta * (y - y_mean))
 
 
@@ -143,7 +143,7 @@ def recommend(params, model, extra: Extra):
 
 def init(static, params) -> Extra:
     zero = jnp.float32(0.0)
-    return Extra(ones=jnp.zeros((static.num_candidates,), jnp.float32), count=zero, y_mean=zero, y_m2=zero)
+    return Extra(ones=jnp.zeros((static.num_candidates,), jnp.float32), observed=zero, y_mean=zero, y_m2=zero)
 
 
 POLICY = gp.Policy(noise_var=lambda params: params.noise_var, init=init, choose=choose,

@@ -75,10 +75,10 @@ class Params(NamedTuple):
     checkpoint_rounds: np.ndarray
     noise_scale: np.ndarray
     lengthscale: np.ndarray
-    lam: np.ndarray
-    B: np.ndarray
-    R: np.ndarray
-    log_inv_delta: np.ndarray
+    lam: np.float32
+    B: np.float32
+    R: np.float32
+    log_inv_delta: np.float32
 
 
 def make_params(config: GPUCBConfig, tables=None) -> Params:

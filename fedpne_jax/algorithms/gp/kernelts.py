@@ -51,8 +51,8 @@ class Params(NamedTuple):
     checkpoint_rounds: np.ndarray
     noise_scale: np.ndarray
     lengthscale: np.ndarray
-    lam: np.ndarray
-    nu: np.ndarray
+    lam: np.float32
+    nu: np.float32
 
 
 def make_params(config: KernelTSConfig, tables=None) -> Params:

@@ -150,7 +150,7 @@ def make_params(config: VROOMConfig, tables=None) -> VROOMParams:
 
 
 class Cells(NamedTuple):
-    count: jax.Array     # (N,) int32 evaluations credited to heap cell k (N = 2^(H+1))
+    evals: jax.Array     # (N,) int32 evaluations credited to heap cell k (N = 2^(H+1))
     total: jax.Array     # (N,) their reward sum
     score: jax.Array     # (N,) the ranking statistic, -inf before the first evaluation
     rank: jax.Array      # (N,) int32 rank within the cell's depth, 1 the best
@@ -205,7 +205,7 @@ def _init(static: VROOMStatic, params, table, key) -> Cells:
     n = 2 ** (h + 1)
     rank = np.concatenate([[0, 1], slot_ranks(h)[1]])       # slot 0 unused, the root unranked
     stream = jax.random.fold_in(key, STREAM)
-    return Cells(count=jnp.zeros((n,), jnp.int32), total=jnp.zeros((n,), spec.dtype),
+    return Cells(evals=jnp.zeros((n,), jnp.int32), total=jnp.zeros((n,), spec.dtype),
                  score=jnp.full((n,), -jnp.inf, spec.dtype), rank=jnp.asarray(rank, jnp.int32),
                  dims=_split_dims(stream, spec, h), key=stream)
 
@@ -284,7 +284,7 @@ def _update(static: VROOMStatic, params: VROOMParams, table, cells: Cells, last:
     """Credit round t's reward to the drawn cell and the cells below it that hold the point, and move
     each of them to its new rank (one cell per depth)."""
     h = static.levels
-    n = cells.count.shape[0]
+    n = cells.evals.shape[0]
     node, depth, x = last.choice.node, last.choice.depth, last.point
     deepest = jnp.minimum(h, jnp.maximum(depth, params.h_max))
 
@@ -301,7 +301,7 @@ def _update(static: VROOMStatic, params: VROOMParams, table, cells: Cells, last:
     path = jax.lax.fori_loop(0, h, step, (node, last.choice.lo, last.choice.hi, path))[3]
     moved = active & (path > 0)                                  # (H + 1,) one cell per depth
     at = jnp.where(moved, path, n)
-    old_count, old_score = cells.count[path], cells.score[path]
+    old_count, old_score = cells.evals[path], cells.score[path]
     count, total = old_count + 1, cells.total[path] + last.reward
     new_score = _score(params, count, total)
     score = cells.score.at[at].set(new_score, mode="drop")
@@ -322,7 +322,7 @@ def _update(static: VROOMStatic, params: VROOMParams, table, cells: Cells, last:
     levels_ = jnp.arange(h + 1, dtype=jnp.int32)
     table = table._replace(size=table.size + jnp.sum(moved & (old_count == 0), dtype=jnp.int32),
                            height=jnp.maximum(table.height, jnp.max(jnp.where(moved, levels_, 0))))
-    cells = cells._replace(count=cells.count.at[at].set(count, mode="drop"),
+    cells = cells._replace(evals=cells.evals.at[at].set(count, mode="drop"),
                            total=cells.total.at[at].set(total, mode="drop"), score=score, rank=rank)
     return table, cells, jnp.bool_(False)
 

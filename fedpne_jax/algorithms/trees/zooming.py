@@ -151,8 +151,8 @@ PULLS, MEAN, DEPTH, BOX = range(4)
 
 class Arms(NamedTuple):
     rows: jax.Array          # (A, 3 + 3D) integer rows
-    index: jax.Array         # (A,) mean + 2 sqrt(8 i / (2 + n)) at the phase of the next selection, -inf unmade
-    count: jax.Array         # () int32 arms made
+    indices: jax.Array       # (A,) mean + 2 sqrt(8 i / (2 + n)) at the phase of the next selection, -inf unmade
+    made: jax.Array          # () int32 arms made
 
 
 class Choice(NamedTuple):
@@ -192,12 +192,12 @@ def _init(static: ZoomingStatic, params, table, key) -> Arms:
                                                                                   tree.centre(spec, kids))
     rows = jnp.zeros((static.arms, BOX + 3 * spec.dim), spec.itype).at[:2].set(first)
     count = jnp.int32(2)
-    return Arms(rows=rows, index=_indices(spec, rows, count, _phase(0)), count=count)
+    return Arms(rows=rows, indices=_indices(spec, rows, count, _phase(0)), made=count)
 
 
 def _select(static: ZoomingStatic, params, table, arms: Arms, t):
     """The arm of largest index after t - 1 rewards."""
-    arm = tree.last_max(arms.index)[0]
+    arm = tree.last_max(arms.indices)[0]
     return Choice(arm), _point(static.tree, arms.rows[arm])
 
 
@@ -228,19 +228,19 @@ def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, las
     other = jnp.where(outside[0], kids[0], kids[1])
     mine = _arm_row(spec, n, mean, jnp.where(split & holds, depth + 1, depth), jnp.where(split, moved, box), x)
     made = _arm_row(spec, 0, jnp.zeros((), spec.dtype), depth + 1, other, (other[0] + other[1]) / 2)
-    at = jnp.minimum(arms.count, A - 1)
+    at = jnp.minimum(arms.made, A - 1)
     rows_at = jnp.stack([jnp.where(active, a, A), jnp.where(new, at, A)])
     rows = arms.rows.at[rows_at].set(jnp.stack([mine, made]), mode="drop")
     fresh = _index(jnp.zeros((), spec.dtype), jnp.int32(0), phase)[0]
-    index = arms.index.at[rows_at].set(jnp.stack([index, fresh]), mode="drop")
-    count = arms.count + new.astype(jnp.int32)
+    index = arms.indices.at[rows_at].set(jnp.stack([index, fresh]), mode="drop")
+    count = arms.made + new.astype(jnp.int32)
     # Every index moves with the phase (13 times in 10^4 rounds); t is the same in every run of a
     # batch, so this stays a branch under vmap.
     index = jax.lax.cond(phase != _phase(t - 1), lambda: _indices(spec, rows, count, phase), lambda: index)
     table = table._replace(size=jnp.where(split, table.size + 2, table.size),
                            height=jnp.where(split, jnp.maximum(table.height, depth + 1), table.height))
     overflow = new & (count > A)      # the new arm had no row
-    return table, Arms(rows=rows, index=index, count=count), overflow
+    return table, Arms(rows=rows, indices=index, made=count), overflow
 
 
 POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, root_expanded=True)
