@@ -58,6 +58,8 @@ def query(msg: Message, context: Context) -> Message:
         return Message(wire.reply_content(run, step, partition, partitions=partitions), reply_to=msg)
     if int(header["partition"]) != partition:
         raise ValueError(f"a query for partition {header['partition']} reached partition {partition}")
+    if points is None or counts is None:
+        raise ValueError(f"the evaluate query of step {step} has no 'query' record")
     started = time.time()
     means = evaluate(dict(context.run_config), partition, step, points, counts)
     # Where a step's time goes: the evaluation, and the process's life so far (Flower starts one per

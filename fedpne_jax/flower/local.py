@@ -189,7 +189,7 @@ class Deployment:
         self.out = out or sys.stdout
         self.processes: dict = {}      # name -> Popen
         self.logs: dict = {}
-        self.port = None
+        self.port: Optional[int] = None
         self.node_ports: list = []
         self.certs = make_certificates(workdir) if self.tls else None
         self.env = dict(os.environ)
@@ -215,7 +215,7 @@ class Deployment:
         return proc
 
     def tls_args(self, server: bool) -> list:
-        if not self.tls:
+        if self.certs is None:         # not tls
             return ["--insecure"]
         if server:
             return ["--ssl-ca-certfile", self.certs["ca"], "--ssl-certfile", self.certs["cert"],
@@ -223,11 +223,11 @@ class Deployment:
         return ["--root-certificates", self.certs["ca"]]
 
     def start_superlink(self, extra_env: Optional[dict] = None) -> None:
-        self.port = self.port or free_port()
+        self.port = port = self.port or free_port()
         env = dict(self.env, **(extra_env or {}))
-        self._start("superlink", ["flower-superlink", *self.tls_args(True), "--port", str(self.port),
+        self._start("superlink", ["flower-superlink", *self.tls_args(True), "--port", str(port),
                                   "--disable-runtime-dependency-installation"], env)
-        self._wait_port("superlink", self.port)
+        self._wait_port("superlink", port)
         self.write_connection()
 
     def start_supernode(self, i: int) -> None:
@@ -264,7 +264,7 @@ class Deployment:
     def write_connection(self) -> None:
         lines = ["[superlink]", f'default = "{CONNECTION}"', "", f"[superlink.{CONNECTION}]",
                  f'address = "127.0.0.1:{self.port}"']
-        lines.append(f'root-certificates = "{self.certs["ca"]}"' if self.tls else "insecure = true")
+        lines.append(f'root-certificates = "{self.certs["ca"]}"' if self.certs is not None else "insecure = true")
         with open(os.path.join(self.home, "config.toml"), "w") as fh:
             fh.write("\n".join(lines) + "\n")
 
@@ -341,6 +341,7 @@ class Deployment:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=self.env, cwd=self.workdir, start_new_session=True)
         self.processes["flwr-run"] = proc
+        assert proc.stdout is not None          # stdout=PIPE
         timer = None
         if timeout is not None:
             timer = threading.Timer(timeout, lambda: stop_processes([proc.pid], 1.0))

@@ -34,6 +34,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 import numpy as np
 from flwr.app import Context, Message
@@ -80,10 +81,10 @@ def main(grid: Grid, context: Context) -> None:
 def serve(grid: Grid, run_config: dict) -> dict:
     compile_cache.enable()
     problem = spec.problem(run_config)
-    state_path, output = spec.default_paths(problem) if not (spec.given(run_config, "state") and
-                                                        spec.given(run_config, "output")) else (None, None)
-    state_path = spec.given(run_config, "state") or state_path
-    output = spec.given(run_config, "output") or output
+    state_path, output = spec.given(run_config, "state"), spec.given(run_config, "output")
+    if not (state_path and output):
+        default_state, default_output = spec.default_paths(problem)
+        state_path, output = state_path or default_state, output or default_output
     timeout = float(spec.given(run_config, "client-timeout"))
     node_timeout = float(spec.given(run_config, "node-timeout"))
     poll = float(spec.given(run_config, "poll"))
@@ -95,7 +96,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
     fingerprint = problem.fingerprint()
     space = problem.space()
 
-    book = {"fingerprint": fingerprint, "steps": [], "lost": [], "resumed_at": []}
+    book: dict[str, Any] = {"fingerprint": fingerprint, "steps": [], "lost": [], "resumed_at": []}  # JSON
     opt = None
     if spec.given(run_config, "resume") and os.path.exists(state_path):
         try:

@@ -133,6 +133,8 @@ def problem(run_config) -> Problem:
             raise ValueError(f"run config: {field} is set both as a key and in 'set' ({item}); give it once")
         options[field] = value
     seed = _int(run_config, "seed")
+    if seed is None:                # only a run config that holds None itself: "" means the default, 0
+        raise ValueError("run config 'seed': expected an integer, got None")
     function = given(run_config, "function")
     horizon = _int(run_config, "horizon")
     clients = _int(run_config, "clients") or None

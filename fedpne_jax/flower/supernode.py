@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import sys
 import time as _time
+import types
 
 
-class _Time:
-    """The ``time`` module, with ``sleep`` capped."""
+class _Time(types.ModuleType):
+    """The ``time`` module, with ``sleep`` capped (a module itself: it replaces one)."""
 
     def __init__(self, cap: float):
+        super().__init__(_time.__name__, _time.__doc__)
         self._cap = cap
 
     def sleep(self, seconds: float) -> None:

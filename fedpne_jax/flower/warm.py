@@ -15,6 +15,7 @@ public API: ``fedpne flower local --isolation subprocess`` runs Flower's stock e
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 import threading
@@ -100,7 +101,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     if args.parent_pid is not None:
         _parent_watch(args.parent_pid)
-    sys.stdout.reconfigure(line_buffering=True)
+    if isinstance(sys.stdout, io.TextIOWrapper):     # not when a caller has replaced it
+        sys.stdout.reconfigure(line_buffering=True)
     serve(args.runtime_api_address, args.insecure, args.root_certificates, args.poll)
 
 

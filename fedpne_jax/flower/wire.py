@@ -19,7 +19,7 @@ answers another run or step or partition, or holds means of the wrong shape, or 
 from __future__ import annotations
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 QUERY = "query"
 HELLO, EVALUATE = "hello", "evaluate"
@@ -30,7 +30,8 @@ class ReplyError(ValueError):
 
 
 def query_content(run: str, step: int, phase: str, partition: int, points=None, counts=None) -> RecordDict:
-    records = {"fedpne": ConfigRecord({"run": run, "step": int(step), "phase": phase, "partition": int(partition)})}
+    records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {
+        "fedpne": ConfigRecord({"run": run, "step": int(step), "phase": phase, "partition": int(partition)})}
     if points is not None:
         records["query"] = ArrayRecord({"points": Array(np.ascontiguousarray(points)),
                                         "counts": Array(np.ascontiguousarray(counts, np.int64))})
@@ -39,7 +40,7 @@ def query_content(run: str, step: int, phase: str, partition: int, points=None, 
 
 def reply_content(run: str, step: int, partition: int, means=None, **extra) -> RecordDict:
     header = {"run": run, "step": int(step), "partition": int(partition), **extra}
-    records = {"fedpne": ConfigRecord(header)}
+    records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {"fedpne": ConfigRecord(header)}
     if means is not None:
         records["reply"] = ArrayRecord({"means": Array(np.ascontiguousarray(means, np.float64))})
     return RecordDict(records)
@@ -51,7 +52,15 @@ def read_query(message: Message) -> tuple[dict, np.ndarray | None, np.ndarray | 
     if "query" not in content:
         return header, None, None
     arrays = content["query"]
-    return header, arrays["points"].numpy(), arrays["counts"].numpy()
+    return header, _numpy(arrays, "points"), _numpy(arrays, "counts")
+
+
+def _numpy(record: ArrayRecord | MetricRecord | ConfigRecord, key: str) -> np.ndarray:
+    """``record[key]`` as a NumPy array; TypeError if it is not an Array (a record of another kind)."""
+    value = record[key]
+    if not isinstance(value, Array):
+        raise TypeError(f"{key!r} is a {type(value).__name__}, not an Array")
+    return value.numpy()
 
 
 def who(partition, node_id) -> str:
@@ -75,17 +84,17 @@ def check_reply(message: Message, run: str, step: int, partition, node_id, size:
     if header["run"] != run:
         raise ReplyError(f"{name}: its reply is for run {header['run']!r}, not this run {run!r}")
     if header["step"] != step:
-        raise ReplyError(f"{name}: its reply is for step {header['step']}, not the pending step {step}")
+        raise ReplyError(f"{name}: its reply is for step {header['step']!r}, not the pending step {step}")
     if size is None:
         if "partitions" not in header:
             raise ReplyError(f"{name}: its hello lacks the key 'partitions'")
         return header
     if header["partition"] != partition:
-        raise ReplyError(f"{name}: its reply names partition {header['partition']}, not {partition}")
+        raise ReplyError(f"{name}: its reply names partition {header['partition']!r}, not {partition}")
     if "reply" not in content or "means" not in content["reply"]:
         raise ReplyError(f"{name}: its reply to step {step} has no 'means' (records: {sorted(content)})")
     try:
-        means = np.asarray(content["reply"]["means"].numpy(), np.float64)
+        means = np.asarray(_numpy(content["reply"], "means"), np.float64)
     except (ValueError, TypeError) as err:
         raise ReplyError(f"{name}: its means at step {step} are not an array of numbers ({err})") from None
     if means.shape != (size,):
