@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.algorithms.trees import doo, tree
+from fedpne_jax.algorithms.trees import doo
+from fedpne_jax.algorithms.trees.rounds import run_split_dims
 from fedpne_jax.core import executor
 from tests.support import reference_doo
 from tests.support.helpers import assert_same_distribution, assert_same_tree_run, pyxab_run, traced_tree_run
@@ -51,7 +52,7 @@ def test_noise_free_himmelblau_evaluates_the_reference_points(himmelblau, split,
     seeds = [0, 5]
     out, static = run(config, himmelblau, seeds)
     for i, seed in enumerate(seeds):
-        dims = tree.run_split_dims(executor.seed_key(0, seed), T, static.chunk, 2, "float64")
+        dims = run_split_dims(executor.seed_key(0, seed), T, static.chunk, 2, "float64")
         assert_same_tree_run(out, i, reference(config, "himmelblau", 2, dims))
     assert len(set(out.points[0, :, 0])) > 1 and len(set(out.points[0, :, 1])) > 1
     assert (split == "longest") == np.array_equal(out.points[0], out.points[1])    # random partitions differ

@@ -14,7 +14,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from fedpne_jax.algorithms.trees import gpo, pct, tree
+from fedpne_jax.algorithms.trees import gpo, pct
+from fedpne_jax.algorithms.trees.rounds import run_split_dims
 from fedpne_jax.core import executor
 from tests.support import reference_gpo
 from tests.support.helpers import assert_same_distribution, pyxab_run, traced_tree_run
@@ -39,7 +40,7 @@ def run(module, cfg, objective):
 
 def reference(cfg, name, dim, static, seed, **kw):
     key = executor.seed_key(0, seed)
-    dims = tree.run_split_dims(key, T, static.chunk, dim, "float64") if dim > 1 else None
+    dims = run_split_dims(key, T, static.chunk, dim, "float64") if dim > 1 else None
     return reference_gpo.gpo(name, dim, T, base=cfg.base_name, numax=cfg.numax, rhomax=cfg.rhomax, pyxab=cfg.pyxab,
                              split=cfg.split, root_dims=None if dims is None else dims[:1], split_dims=dims,
                              checkpoints=cfg.checkpoints, **kw)

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.algorithms.trees import hct, tree
+from fedpne_jax.algorithms.trees import hct
+from fedpne_jax.algorithms.trees.rounds import run_split_dims
 from fedpne_jax.core import executor
 from tests.support import reference_hct
 from tests.support.helpers import assert_regret_per_round_falls, assert_same_distribution, pyxab_run, traced_tree_run
@@ -40,7 +41,7 @@ def reference(config, name, dim, split_dims=None, **kw):
 
 
 def split_dims(static, seed, base_seed=0):
-    return tree.run_split_dims(executor.seed_key(base_seed, seed), static.horizon, static.chunk, static.tree.dim)
+    return run_split_dims(executor.seed_key(base_seed, seed), static.horizon, static.chunk, static.tree.dim)
 
 
 

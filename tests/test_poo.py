@@ -16,7 +16,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from fedpne_jax.algorithms.trees import meta, poo, tree
+from fedpne_jax.algorithms.trees import meta, poo
+from fedpne_jax.algorithms.trees.rounds import run_split_dims
 from fedpne_jax.core import executor
 from tests.support import reference_poo
 from tests.support.helpers import assert_same_distribution, pyxab_run, traced_tree_run
@@ -43,7 +44,7 @@ def run(cfg, objective):
 def reference(cfg, name, dim, static, seed, **kw):
     key = executor.seed_key(0, seed)
     dims = dict(root_dims=poo.root_dims(key, static.instances, dim),
-                split_dims=tree.run_split_dims(key, T, static.chunk, dim, "float64")) if dim > 1 else {}
+                split_dims=run_split_dims(key, T, static.chunk, dim, "float64")) if dim > 1 else {}
     return reference_poo.poo(name, dim, T, base=cfg.base, numax=cfg.numax, rhomax=cfg.rhomax, pyxab=cfg.pyxab,
                              split=cfg.split, u=poo.recommendation_uniform(key, static), instances=static.instances,
                              checkpoints=cfg.checkpoints, **dims, **kw)

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import fedpne_jax as fp
-from fedpne_jax.algorithms.trees import soo, tree
+from fedpne_jax.algorithms.trees import soo
+from fedpne_jax.algorithms.trees.rounds import run_split_dims
 from fedpne_jax.core import executor
 from tests.support import reference_soo
 from tests.support.helpers import assert_same_distribution, assert_same_tree_run, pyxab_run, traced_tree_run
@@ -73,7 +74,7 @@ def test_noise_free_himmelblau_evaluates_the_reference_points(himmelblau, pyxab,
     seeds = [0, 5]
     out, static = run(config, himmelblau, seeds)
     for i, seed in enumerate(seeds):
-        dims = tree.run_split_dims(executor.seed_key(0, seed), horizon, static.chunk, 2, "float64")
+        dims = run_split_dims(executor.seed_key(0, seed), horizon, static.chunk, 2, "float64")
         assert_same_run(out, i, reference(config, "himmelblau", 2, dims), pyxab)
     assert (split == "longest") == np.array_equal(out.points[0], out.points[1])    # random partitions differ
     if h_max == 4:

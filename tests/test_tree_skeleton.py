@@ -1,4 +1,4 @@
-"""The tree skeleton (fedpne_jax.algorithms.trees.tree) with a toy policy of its own: every node is
+"""The tree skeleton (fedpne_jax.algorithms.trees: layout, partition, ranking, descent, refresh, book, rounds, policy, driver) with a toy policy of its own: every node is
 evaluated once, in creation order, and once every node is evaluated the leaf with the best value is
 expanded (greedy "expand the best leaf", DOO without its delta).  Against a plain Python model of
 the same rule: the exact cells it picks (1-D, 2-D longest-side and random splits), the regret book
@@ -17,7 +17,30 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
-from fedpne_jax.algorithms.trees import hoo, tree
+from fedpne_jax.algorithms.trees import descent, hoo
+from fedpne_jax.algorithms.trees.descent import PathTables, chain, chain_loop, chain_scan, start_path
+from fedpne_jax.algorithms.trees.driver import run
+from fedpne_jax.algorithms.trees.layout import (
+    BOX,
+    CHILD,
+    COUNT,
+    DEPTH,
+    GEN,
+    MEAN,
+    PARENT,
+    B,
+    U,
+    as_bits,
+    as_float,
+    box_of,
+    centre,
+    make_spec,
+)
+from fedpne_jax.algorithms.trees.partition import expand, new_table
+from fedpne_jax.algorithms.trees.policy import TreePolicy, TreeStatic, parallel
+from fedpne_jax.algorithms.trees.ranking import best_leaf, last_max, tournament, tournament_pop
+from fedpne_jax.algorithms.trees.refresh import prefix_sizes, refresh_all, rows_after_updates
+from fedpne_jax.algorithms.trees.rounds import chunk_size, run_split_dims
 from fedpne_jax.core import executor, registry
 from fedpne_jax.core.errors import FLAG_CAPACITY
 from objectives.objective import Objective
@@ -31,23 +54,23 @@ class Params(NamedTuple):
 
 def _toy_select(static, params, table, extra, t):
     node = jnp.minimum(t - 1, static.tree.capacity - 1)
-    return node, tree.centre(static.tree, table.rows[node])
+    return node, centre(static.tree, table.rows[node])
 
 
 def _toy_update(static, params, table, extra, last, t, active):
     spec = static.tree
-    head = table.rows[last.choice].at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, last.reward))
+    head = table.rows[last.choice].at[COUNT].set(1).at[MEAN].set(as_bits(spec, last.reward))
     table = table._replace(rows=table.rows.at[jnp.where(active, last.choice, spec.capacity)].set(head, mode="drop"))
-    best, _ = tree.best_leaf(spec, table, tree.as_float(spec, table.rows[:, tree.MEAN]))
-    table, overflow = tree.expand(spec, table, best, active & (t == table.size), last.split_u)
+    best, _ = best_leaf(spec, table, as_float(spec, table.rows[:, MEAN]))
+    table, overflow = expand(spec, table, best, active & (t == table.size), last.split_u)
     return table, extra, overflow
 
 
-TOY = tree.TreePolicy(select=_toy_select, update=_toy_update, root_expanded=False)
+TOY = TreePolicy(select=_toy_select, update=_toy_update, root_expanded=False)
 
 
 def toy_run(static, params, objective, key):
-    return tree.run(static, params, objective, key, TOY)
+    return run(static, params, objective, key, TOY)
 
 
 def _vee(centre):
@@ -59,9 +82,9 @@ def _vee(centre):
 
 def _static(objective, split="longest", real="float64", capacity=T + 2, rounds=None):
     rounds = tuple(range(1, T + 1)) if rounds is None else tuple(rounds)
-    return tree.TreeStatic(horizon=T, checkpoint_rounds=rounds, noise_kind="none",
-                           tree=tree.make_spec(capacity, T, objective, split, real), real=real,
-                           chunk=tree.chunk_size(T), trace=True)
+    return TreeStatic(horizon=T, checkpoint_rounds=rounds, noise_kind="none",
+                      tree=make_spec(capacity, T, objective, split, real), real=real,
+                      chunk=chunk_size(T), trace=True)
 
 
 def _run(run_single, static, objective, seeds=(0,), params=None):
@@ -141,7 +164,7 @@ def test_random_split_follows_the_rounds_uniforms():
     seeds = [0, 1, 2]
     out = _run(toy_run, static, objective, seeds)
     for i, seed in enumerate(seeds):
-        dims = tree.run_split_dims(executor.seed_key(0, seed), T, static.chunk, 2, "float64")
+        dims = run_split_dims(executor.seed_key(0, seed), T, static.chunk, 2, "float64")
         assert_model_run(out, i, (0.3, 0.7), lambda t, lo, hi, dims=dims: int(dims[t]))
     assert len({tuple(p) for p in out.points[:, 5]}) > 1       # the seeds' partitions differ
 
@@ -175,7 +198,7 @@ def test_a_path_longer_than_its_buffer_raises_the_flag():
     objective = _vee((0.3,))
     config = hoo.HOOConfig(horizon=T, noise="none", checkpoints=6, depth_limit=T)
     static, params = hoo.make_static(config, objective), hoo.make_params(config)
-    assert static.tree.path_rows == tree.start_path(static.tree.height) < static.tree.height + 1
+    assert static.tree.path_rows == start_path(static.tree.height) < static.tree.height + 1
     flags, depth = {}, {}
     for rows in (6, 7):
         short = dataclasses.replace(static, tree=dataclasses.replace(static.tree, path=rows))
@@ -193,10 +216,10 @@ def test_runs_whose_paths_outgrow_the_first_buffers_are_rerun_with_the_same_numb
     objective = objectives.make_objective("garland", num_clients=1, heterogeneity="none")
     config = fp.make_config(name, horizon=400, noise="gaussian:0.1", **fields)
     algorithm = registry.get(name)
-    whole = algorithm.make_static(config, objective, tree.PathTables(whole=True))
+    whole = algorithm.make_static(config, objective, PathTables(whole=True))
     want, _, _ = executor.execute(algorithm.run_single, whole, algorithm.make_params(config, None), objective, 0,
                                   np.arange(8))
-    monkeypatch.setattr(tree, "start_path", lambda height: min(height + 1, 3))
+    monkeypatch.setattr(descent, "start_path", lambda height: min(height + 1, 3))
     with pytest.raises(fp.CapacityError, match="rerun with grow=True"):
         fp.run(config, objective, seeds=8, grow=False)
     got = fp.run(config, objective, seeds=8)
@@ -224,12 +247,12 @@ def _log_recommend(static, params, table, extra, last):
     return jnp.concatenate([extra.at_refresh, extra.updates[None]]).astype(last.point.dtype)
 
 
-LOG = tree.TreePolicy(select=_toy_select, update=_log_update, refresh=_log_refresh, recommend=_log_recommend,
-                      init=lambda static, params, table, key: Log(jnp.int32(0), jnp.full((8,), -1, jnp.int32)))
+LOG = TreePolicy(select=_toy_select, update=_log_update, refresh=_log_refresh, recommend=_log_recommend,
+                 init=lambda static, params, table, key: Log(jnp.int32(0), jnp.full((8,), -1, jnp.int32)))
 
 
 def log_run(static, params, objective, key):
-    return tree.run(static, params, objective, key, LOG)
+    return run(static, params, objective, key, LOG)
 
 
 def test_refresh_runs_between_the_selection_and_the_update_of_round_two_to_the_k():
@@ -243,16 +266,16 @@ def _key_recommend(static, params, table, extra, last):
     return extra.astype(last.point.dtype)
 
 
-KEYED = tree.TreePolicy(select=_toy_select, update=lambda static, params, table, extra, last, t, active:
-                        (table, extra, jnp.bool_(False)), recommend=_key_recommend,
-                        init=lambda static, params, table, key: jax.random.key_data(key))
+KEYED = TreePolicy(select=_toy_select, update=lambda static, params, table, extra, last, t, active:
+                   (table, extra, jnp.bool_(False)), recommend=_key_recommend,
+                   init=lambda static, params, table, key: jax.random.key_data(key))
 
 
 def test_init_is_given_the_runs_key():
     """A policy that draws its own random numbers (VROOM) gets each run's key, seed i's being
     fold_in(key(base_seed), i)."""
     objective = _vee((0.3, 0.6))
-    out = _run(lambda static, params, objective, key: tree.run(static, params, objective, key, KEYED),
+    out = _run(lambda static, params, objective, key: run(static, params, objective, key, KEYED),
                _static(objective), objective, seeds=(0, 5))
     for i, seed in enumerate((0, 5)):
         np.testing.assert_array_equal(out.recommendation[i], np.asarray(jax.random.key_data(executor.seed_key(0, seed)),
@@ -261,16 +284,16 @@ def test_init_is_given_the_runs_key():
 
 def test_best_leaf_breaks_ties_towards_the_last_row_and_honours_its_mask():
     objective = _vee((0.3,))
-    spec = tree.make_spec(9, 4, objective, "longest", "float32")
-    table = tree.init(spec, objective.lo, objective.hi, jax.random.key(0))        # rows 0 (root), 1, 2
-    table, overflow = tree.expand(spec, table, 1, True, 0.0)                      # rows 3, 4 under row 1
+    spec = make_spec(9, 4, objective, "longest", "float32")
+    table = new_table(spec, objective.lo, objective.hi, jax.random.key(0))        # rows 0 (root), 1, 2
+    table, overflow = expand(spec, table, 1, True, 0.0)                      # rows 3, 4 under row 1
     assert not overflow and int(table.size) == 5 and int(table.height) == 2
     score = jnp.asarray([9.0, 9.0, 5.0, 5.0, 1.0, 7.0, 7.0, 7.0, 7.0])         # rows 0, 1: not leaves; 5..: free
-    assert [int(v) for v in tree.best_leaf(spec, table, score)] == [3, 5]
-    depth = table.rows[:, tree.DEPTH]
-    assert [int(v) for v in tree.best_leaf(spec, table, score, depth == 2)] == [3, 5]
-    assert [int(v) for v in tree.best_leaf(spec, table, score, depth == 1)] == [2, 5]
-    assert int(tree.best_leaf(spec, table, score, depth == 3)[0]) == -1
+    assert [int(v) for v in best_leaf(spec, table, score)] == [3, 5]
+    depth = table.rows[:, DEPTH]
+    assert [int(v) for v in best_leaf(spec, table, score, depth == 2)] == [3, 5]
+    assert [int(v) for v in best_leaf(spec, table, score, depth == 1)] == [2, 5]
+    assert int(best_leaf(spec, table, score, depth == 3)[0]) == -1
 
 
 def _numpy_last_max(score, where):
@@ -289,36 +312,36 @@ def test_last_max_is_the_last_largest_masked_row_at_every_size():
         score = rng.choice(np.array([-np.inf, -1.0, 0.0, 0.5, 2.0], np.float32), size=(6, n))
         where = rng.random((6, n)) < 0.7
         where[0] = False
-        rows, tops = jax.jit(jax.vmap(tree.last_max))(jnp.asarray(score), jnp.asarray(where))
+        rows, tops = jax.jit(jax.vmap(last_max))(jnp.asarray(score), jnp.asarray(where))
         for i in range(6):
             row, top = _numpy_last_max(score[i], where[i])
             assert int(rows[i]) == row, (n, i)
             if row >= 0:
                 assert float(tops[i]) == top
-    row, top = tree.last_max(jnp.asarray([3.0, 1.0, 3.0]))                     # no mask
+    row, top = last_max(jnp.asarray([3.0, 1.0, 3.0]))                     # no mask
     assert int(row) == 2 and float(top) == 3.0
 
 
 def test_expand_writes_the_children_and_the_callers_row_in_one_scatter():
     objective = _vee((0.3,))
-    spec = tree.make_spec(5, 4, objective, "longest", "float32")
-    table = tree.init(spec, objective.lo, objective.hi, jax.random.key(0))       # rows 0 (root), 1, 2
-    mark = lambda row, value: table.rows[row].at[tree.COUNT].set(value)
-    out, overflow = tree.expand(spec, table, 1, True, 0.0, also=(2, mark(2, 7), True),
-                                child_u=lambda kids: jnp.asarray([0.25, 0.5]))
+    spec = make_spec(5, 4, objective, "longest", "float32")
+    table = new_table(spec, objective.lo, objective.hi, jax.random.key(0))       # rows 0 (root), 1, 2
+    mark = lambda row, value: table.rows[row].at[COUNT].set(value)
+    out, overflow = expand(spec, table, 1, True, 0.0, also=(2, mark(2, 7), True),
+                           child_u=lambda kids: jnp.asarray([0.25, 0.5]))
     assert not overflow and (int(out.size), int(out.height)) == (5, 2)
-    assert [int(out.rows[r, tree.CHILD]) for r in range(5)] == [1, 3, -1, -1, -1]
-    assert int(out.rows[1, tree.GEN]) == 1 and int(out.rows[2, tree.COUNT]) == 7
-    assert [int(out.rows[r, tree.PARENT]) for r in (3, 4)] == [1, 1]
-    np.testing.assert_array_equal(tree.as_float(spec, out.rows[3:5, tree.U]), [0.25, 0.5])
-    np.testing.assert_array_equal(tree.box_of(spec, out.rows[3:5])[:, :, 0], [[0.0, 0.25], [0.25, 0.5]])
+    assert [int(out.rows[r, CHILD]) for r in range(5)] == [1, 3, -1, -1, -1]
+    assert int(out.rows[1, GEN]) == 1 and int(out.rows[2, COUNT]) == 7
+    assert [int(out.rows[r, PARENT]) for r in (3, 4)] == [1, 1]
+    np.testing.assert_array_equal(as_float(spec, out.rows[3:5, U]), [0.25, 0.5])
+    np.testing.assert_array_equal(box_of(spec, out.rows[3:5])[:, :, 0], [[0.0, 0.25], [0.25, 0.5]])
     # The caller's row for the expanded node itself travels as node_row (``also`` would clash).
-    same, _ = tree.expand(spec, table, 1, True, 0.0, node_row=mark(1, 9), also=(1, mark(1, 8), True))
-    assert int(same.rows[1, tree.COUNT]) == 9 and int(same.rows[1, tree.CHILD]) == 3
-    full, overflow = tree.expand(spec, out, 2, True, 0.0, also=(0, out.rows[0].at[tree.COUNT].set(4), True))
-    assert overflow and int(full.size) == 5 and int(full.rows[2, tree.CHILD]) == -1
-    assert int(full.rows[0, tree.COUNT]) == 4                                     # ``also`` is still written
-    nothing, overflow = tree.expand(spec, out, 2, False, 0.0)
+    same, _ = expand(spec, table, 1, True, 0.0, node_row=mark(1, 9), also=(1, mark(1, 8), True))
+    assert int(same.rows[1, COUNT]) == 9 and int(same.rows[1, CHILD]) == 3
+    full, overflow = expand(spec, out, 2, True, 0.0, also=(0, out.rows[0].at[COUNT].set(4), True))
+    assert overflow and int(full.size) == 5 and int(full.rows[2, CHILD]) == -1
+    assert int(full.rows[0, COUNT]) == 4                                     # ``also`` is still written
+    nothing, overflow = expand(spec, out, 2, False, 0.0)
     assert not overflow and np.array_equal(nothing.rows, out.rows) and int(nothing.size) == 5
 
 
@@ -326,9 +349,9 @@ def test_tournament_pop_matches_an_argmax_with_last_row_ties():
     """Random scores (with ties) set and best rows taken, against NumPy: the best is the last row
     with the largest score after each set, and a taken row is gone."""
     objective = _vee((0.3,))
-    spec = tree.make_spec(11, 4, objective, "longest", "float32")               # P = 16: padded rows stay -inf
-    pop = jax.jit(lambda tour, row, value, take: tree.tournament_pop(spec, tour, row, value, True, take))
-    tour, scores = tree.tournament(spec), np.full(11, -np.inf, np.float32)
+    spec = make_spec(11, 4, objective, "longest", "float32")               # P = 16: padded rows stay -inf
+    pop = jax.jit(lambda tour, row, value, take: tournament_pop(spec, tour, row, value, True, take))
+    tour, scores = tournament(spec), np.full(11, -np.inf, np.float32)
     rng = np.random.default_rng(0)
     for step in range(60):
         row, value, take = int(rng.integers(11)), np.float32(rng.integers(4)), bool(rng.random() < 0.4)
@@ -350,11 +373,11 @@ def _alternate(static, params, t):
     return (t - 1) % 2
 
 
-PARALLEL = tree.parallel(hoo.POLICY, _alternate)
+PARALLEL = parallel(hoo.POLICY, _alternate)
 
 
 def parallel_run(static, params, objective, key):
-    return tree.run(static, params, objective, key, PARALLEL)
+    return run(static, params, objective, key, PARALLEL)
 
 
 def test_parallel_instances_are_independent_runs_on_their_rounds():
@@ -368,10 +391,10 @@ def test_parallel_instances_are_independent_runs_on_their_rounds():
     stacked = [hoo.make_params(c)._replace(smooth=np.asarray([c.nu * c.rho ** h for h in range(height + 1)]))
                for c in configs]
     params = Parallel(jax.tree.map(lambda *a: np.stack(a), *stacked), np.asarray(0.0))
-    static = tree.TreeStatic(horizon=T, checkpoint_rounds=tuple(range(1, T + 1)), noise_kind="none",
-                             tree=tree.make_spec(max(c.capacity for c in configs), height, objective, "random",
-                                                 "float64"),
-                             real="float64", chunk=tree.chunk_size(T), trace=True, instances=2)
+    static = TreeStatic(horizon=T, checkpoint_rounds=tuple(range(1, T + 1)), noise_kind="none",
+                        tree=make_spec(max(c.capacity for c in configs), height, objective, "random",
+                                       "float64"),
+                             real="float64", chunk=chunk_size(T), trace=True, instances=2)
     out = _run(parallel_run, static, objective, params=params)
     alone = [_run(hoo.run_single, dataclasses.replace(hoo.make_static(c, objective), trace=True), objective,
                   params=hoo.make_params(c)) for c in configs]
@@ -408,7 +431,7 @@ def test_the_b_chain_by_loop_and_by_scan_equals_the_step_by_step_chain():
     last[:h] = np.arange(h)
     is_last = np.arange(h)[None, :] == last[:, None]
     want = np.stack([_chain_numpy(*(a[r] for a in (is_last, at_node, u, sib))) for r in range(runs)])
-    for fn in (tree.chain_loop, tree.chain_scan, tree.chain):
+    for fn in (chain_loop, chain_scan, chain):
         got = np.asarray(jax.jit(jax.vmap(fn))(is_last, at_node, u, sib))
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=fn.__name__)
         one = fn(*(jnp.asarray(a[3]) for a in (is_last, at_node, u, sib)))
@@ -419,61 +442,61 @@ def test_the_b_chain_by_loop_and_by_scan_equals_the_step_by_step_chain():
 def _numpy_refresh(rows, size, u_of):
     """U of the credited rows (+inf otherwise) and B bottom-up over rows [0, size), from the table's
     columns alone."""
-    count, child = rows[:size, tree.COUNT], rows[:size, tree.CHILD]
-    mean = rows[:size, tree.MEAN].view(np.float32)
-    u = np.where(count > 0, u_of(mean, np.maximum(count, 1), rows[:size, tree.DEPTH], np.arange(size)),
+    count, child = rows[:size, COUNT], rows[:size, CHILD]
+    mean = rows[:size, MEAN].view(np.float32)
+    u = np.where(count > 0, u_of(mean, np.maximum(count, 1), rows[:size, DEPTH], np.arange(size)),
                  np.inf).astype(np.float32)
     b = u.copy()
-    for r in np.argsort(-rows[:size, tree.DEPTH], kind="stable"):        # deepest first
+    for r in np.argsort(-rows[:size, DEPTH], kind="stable"):        # deepest first
         if child[r] >= 0:
             b[r] = min(u[r], max(b[child[r]], b[child[r] + 1]))
     return u, b
 
 
 def test_a_refresh_bounded_by_the_rows_in_use_equals_a_whole_table_pass():
-    """tree.refresh with ``live`` recomputes only a prefix (tree.prefix_sizes) of the table: U and B
+    """refresh_all with ``live`` recomputes only a prefix (prefix_sizes) of the table: U and B
     of every row of the tree equal a NumPy recomputation and the whole-table pass, bit for bit, at
-    every k whose bound (tree.rows_after_updates) holds the tree; rows past the prefix keep their
+    every k whose bound (rows_after_updates) holds the tree; rows past the prefix keep their
     stale values (rows a previous tree left, which nothing reaches)."""
     rng = np.random.default_rng(3)
     objective = _vee((0.3, 0.6))
     capacity = 300
-    spec = tree.make_spec(capacity, 40, objective, "random", "float32")
-    assert tree.prefix_sizes(capacity) == (17, 257, 300)
-    stale = rng.integers(-1, capacity - 1, (capacity, tree.BOX)).astype(np.int32)
+    spec = make_spec(capacity, 40, objective, "random", "float32")
+    assert prefix_sizes(capacity) == (17, 257, 300)
+    stale = rng.integers(-1, capacity - 1, (capacity, BOX)).astype(np.int32)
     m2 = rng.random(capacity).astype(np.float32)
 
     def u_fn(mean, count, depth, second):
         return mean + 0.5 ** depth.astype(mean.dtype) + jnp.sqrt(second / count.astype(mean.dtype))
 
     def refresh(table, k):
-        live = tree.rows_after_updates(k)
-        return tree.refresh(spec, table, u_fn, live=live, per_row=(jnp.asarray(m2),)), live
+        live = rows_after_updates(k)
+        return refresh_all(spec, table, u_fn, live=live, per_row=(jnp.asarray(m2),)), live
 
     bounded = jax.jit(refresh)
-    whole = jax.jit(lambda table: tree.refresh(spec, table, u_fn, per_row=(jnp.asarray(m2),)))
-    grow = jax.jit(lambda table, node, u: tree.expand(spec, table, node, True, u))
+    whole = jax.jit(lambda table: refresh_all(spec, table, u_fn, per_row=(jnp.asarray(m2),)))
+    grow = jax.jit(lambda table, node, u: expand(spec, table, node, True, u))
     for k, updates in ((0, 0), (1, 1), (2, 3), (3, 7), (5, 31), (6, 63), (7, 127), (8, 140)):
-        table = tree.init(spec, objective.lo, objective.hi, jax.random.key(k))
+        table = new_table(spec, objective.lo, objective.hi, jax.random.key(k))
         rows = np.asarray(table.rows).copy()
-        rows[3:, :tree.BOX] = stale[3:]                       # a previous tree's rows past the root's
+        rows[3:, :BOX] = stale[3:]                       # a previous tree's rows past the root's
         table = table._replace(rows=jnp.asarray(rows))
         for _ in range(updates):                               # one expansion an update
-            leaves = np.flatnonzero(np.asarray(table.rows)[:int(table.size), tree.CHILD] < 0)
+            leaves = np.flatnonzero(np.asarray(table.rows)[:int(table.size), CHILD] < 0)
             table, overflow = grow(table, np.int32(rng.choice(leaves)), np.float32(rng.random()))
             assert not overflow
         size = int(table.size)
         rows = np.asarray(table.rows).copy()
-        rows[:size, tree.COUNT] = rng.integers(0, 3, size)
-        rows[:size, tree.MEAN] = rng.random(size).astype(np.float32).view(np.int32)
+        rows[:size, COUNT] = rng.integers(0, 3, size)
+        rows[:size, MEAN] = rng.random(size).astype(np.float32).view(np.int32)
         table = table._replace(rows=jnp.asarray(rows))
         out, live = bounded(table, np.int32(k))
         assert size <= int(live) == 2 ** (k + 1) + 1
         got = np.asarray(out.rows)
         want_u, want_b = _numpy_refresh(rows, size, lambda mean, count, depth, r: (
             mean + np.float32(0.5) ** depth.astype(np.float32) + np.sqrt(m2[r] / count.astype(np.float32))))
-        np.testing.assert_array_equal(got[:size, tree.U].view(np.uint32), want_u.view(np.uint32))
-        np.testing.assert_array_equal(got[:size, tree.B].view(np.uint32), want_b.view(np.uint32))
+        np.testing.assert_array_equal(got[:size, U].view(np.uint32), want_u.view(np.uint32))
+        np.testing.assert_array_equal(got[:size, B].view(np.uint32), want_b.view(np.uint32))
         np.testing.assert_array_equal(got[:size], np.asarray(whole(table).rows)[:size])
-        prefix = next(m for m in tree.prefix_sizes(capacity) if m >= min(int(live), capacity))
+        prefix = next(m for m in prefix_sizes(capacity) if m >= min(int(live), capacity))
         np.testing.assert_array_equal(got[prefix:], rows[prefix:])

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fedpne_jax.algorithms.trees import tree, vhct
+from fedpne_jax.algorithms.trees import vhct
+from fedpne_jax.algorithms.trees.rounds import chunk_uniforms, run_split_dims
 from fedpne_jax.core import executor, noise
 from tests.support import reference_vhct
 from tests.support.helpers import (
@@ -47,7 +48,7 @@ def run(cfg, objective, seeds=SEEDS):
 def reference(cfg, name, dim, static=None, seed=0, **kw):
     dims = None
     if cfg.split == "random" and dim > 1:
-        dims = tree.run_split_dims(executor.seed_key(0, seed), static.horizon, static.chunk, dim, cfg.precision)
+        dims = run_split_dims(executor.seed_key(0, seed), static.horizon, static.chunk, dim, cfg.precision)
     return reference_vhct.vhct(name, dim, cfg.horizon, nu=cfg.nu, rho=cfg.rho, c=cfg.c, delta=cfg.delta,
                                bound=cfg.bound, pyxab=cfg.pyxab, split=cfg.split,
                                split_dim_fn=None if dims is None else (lambda t: int(dims[t])),
@@ -59,7 +60,7 @@ def run_noise(static, seed, sigma):
     noise.reward of the round's uniforms (float64)."""
     with jax.enable_x64(True):
         key = executor.seed_key(0, seed)
-        u = jnp.concatenate([tree._chunk_uniforms(key, c, static.chunk, jnp.float64)
+        u = jnp.concatenate([chunk_uniforms(key, c, static.chunk, jnp.float64)
                              for c in range(-(-static.horizon // static.chunk))])[:static.horizon]
         scale = jnp.asarray(sigma, jnp.float64)
         return np.asarray(noise.reward("gaussian", scale, scale ** 2, jnp.zeros(static.horizon, jnp.float64),

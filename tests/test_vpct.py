@@ -7,7 +7,8 @@ reference's in mean and spread."""
 import numpy as np
 import pytest
 
-from fedpne_jax.algorithms.trees import gpo, poo, tree, vpct
+from fedpne_jax.algorithms.trees import gpo, poo, vpct
+from fedpne_jax.algorithms.trees.rounds import run_split_dims
 from fedpne_jax.core import executor
 from tests.support import reference_gpo
 from tests.support.helpers import assert_same_distribution, pyxab_run, traced_tree_run
@@ -32,7 +33,7 @@ def _paper_runs(himmelblau):
 
 def _reference(static, seed, **kw):
     cfg = _config()
-    dims = tree.run_split_dims(executor.seed_key(0, seed), T, static.chunk, 2, "float64")
+    dims = run_split_dims(executor.seed_key(0, seed), T, static.chunk, 2, "float64")
     return reference_gpo.gpo("himmelblau", 2, T, base="vhct", numax=cfg.numax, rhomax=cfg.rhomax, pyxab=False,
                              split=cfg.split, root_dims=dims[:1], split_dims=dims, checkpoints=cfg.checkpoints, **kw)
 

@@ -182,12 +182,12 @@ def traced_tree_run(module, config, objective, seeds, base_seed=0):
 
 def assert_runs_equal_reference(module, config, objective, seeds, reference):
     """Each seed's run of a tree algorithm (its pulled points traced) equals ``reference(split_dims)``,
-    the reference run given that seed's split dimensions (tree.run_split_dims: entry 0 the root's,
+    the reference run given that seed's split dimensions (run_split_dims: entry 0 the root's,
     entry t the round-t draw); returns the outputs."""
-    from fedpne_jax.algorithms.trees import tree
+    from fedpne_jax.algorithms.trees.rounds import run_split_dims
     out, static = traced_tree_run(module, config, objective, seeds)
     for i, seed in enumerate(seeds):
-        dims = tree.run_split_dims(seed_key(0, seed), config.horizon, static.chunk, objective.dim, config.precision)
+        dims = run_split_dims(seed_key(0, seed), config.horizon, static.chunk, objective.dim, config.precision)
         assert_same_tree_run(out, i, reference(dims))
     return out
 

@@ -45,7 +45,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.layout import COUNT, MAX_HEIGHT, MEAN, PARENT, U, as_bits, as_float, box_of, centre
+from fedpne_jax.algorithms.trees.partition import expand
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
+from fedpne_jax.algorithms.trees.ranking import (
+    RunningBest,
+    Tournament,
+    running_best,
+    running_best_point,
+    running_best_step,
+    tournament,
+    tournament_pop,
+)
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 
@@ -53,7 +65,7 @@ DELTAS = ("pyxab", "geometric")
 
 
 @dataclasses.dataclass(frozen=True)
-class DOOConfig(tree.TreeConfig):
+class DOOConfig(TreeConfig):
     """DOO's parameters (PyXAB's delta; c and gamma only for delta='geometric')."""
 
     delta: str = "pyxab"
@@ -74,7 +86,7 @@ class DOOConfig(tree.TreeConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class DOOStatic(tree.TreeStatic):
+class DOOStatic(TreeStatic):
     delta: str = "pyxab"
 
 
@@ -85,8 +97,8 @@ class DOOParams(NamedTuple):
 
 
 def make_static(config: DOOConfig, objective, tables=None) -> DOOStatic:
-    height = min((config.horizon + 1) // 2, tree.MAX_HEIGHT)
-    return tree.make_static(config, objective, config.capacity, height, cls=DOOStatic, delta=config.delta)
+    height = min((config.horizon + 1) // 2, MAX_HEIGHT)
+    return tree_static(config, objective, config.capacity, height, cls=DOOStatic, delta=config.delta)
 
 
 def make_params(config: DOOConfig, tables=None) -> DOOParams:
@@ -104,7 +116,7 @@ def _select(static: DOOStatic, params, table, extra, t):
     spec = static.tree
     node = jnp.minimum(t - 1, spec.capacity - 1)
     row = table.rows[node]
-    return Choice(node, tree.as_float(spec, row[tree.U])), tree.centre(spec, row)
+    return Choice(node, as_float(spec, row[U])), centre(spec, row)
 
 
 def _child_deltas(static: DOOStatic, params: DOOParams, node_row):
@@ -112,26 +124,26 @@ def _child_deltas(static: DOOStatic, params: DOOParams, node_row):
     their parent's delta times gamma ('geometric')."""
     spec = static.tree
     if static.delta == "geometric":
-        own = jnp.where(node_row[tree.PARENT] < 0, params.c, tree.as_float(spec, node_row[tree.U]))
+        own = jnp.where(node_row[PARENT] < 0, params.c, as_float(spec, node_row[U]))
         return lambda kids: jnp.broadcast_to(own * params.gamma, (2,))
 
     def layer(kids):
-        box = tree.box_of(spec, kids)[:, :, 0]                          # (2, 2): lo_0, hi_0 of each
+        box = box_of(spec, kids)[:, :, 0]                          # (2, 2): lo_0, hi_0 of each
         c = (box[:, 0] + box[:, 1]) / 2
         return jnp.broadcast_to(jnp.max(jnp.maximum((box[:, 0] - c) ** 2, (box[:, 1] - c) ** 2)), (2,))
     return layer
 
 
 class Extra(NamedTuple):
-    leaves: tree.Tournament  # the evaluated leaves' b
-    best: tree.RunningBest   # the recommendation
+    leaves: Tournament  # the evaluated leaves' b
+    best: RunningBest   # the recommendation
 
 
 def _init(static: DOOStatic, params, table, key) -> Extra:
-    return Extra(tree.tournament(static.tree), tree.running_best(static.tree.dtype))
+    return Extra(tournament(static.tree), running_best(static.tree.dtype))
 
 
-def _update(static: DOOStatic, params: DOOParams, table, extra: Extra, last: tree.Last, t, active):
+def _update(static: DOOStatic, params: DOOParams, table, extra: Extra, last: Last, t, active):
     """Keep round t's value; once every node is evaluated, expand the best leaf and give its children
     their delta (U).  b = value + U enters the tournament of leaves when a node is evaluated and
     leaves it when the node is expanded."""
@@ -143,17 +155,17 @@ def _update(static: DOOStatic, params: DOOParams, table, extra: Extra, last: tre
     # XLA cannot order before the write makes it copy the whole table).
     b = last.reward + last.choice.delta
     row = table.rows[node]
-    row = row.at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, last.reward))
+    row = row.at[COUNT].set(1).at[MEAN].set(as_bits(spec, last.reward))
     grow = active & (t == table.size)
-    leaves, best = tree.tournament_pop(spec, extra.leaves, node, b, active, grow)
-    extra = Extra(leaves, tree.running_best_step(extra.best, node, last.reward, active))
+    leaves, best = tournament_pop(spec, extra.leaves, node, b, active, grow)
+    extra = Extra(leaves, running_best_step(extra.best, node, last.reward, active))
     best_row = jnp.where(best == node, row, table.rows[best])
-    table, overflow = tree.expand(spec, table, best, grow, last.split_u, node_row=best_row,
-                                  child_u=_child_deltas(static, params, best_row), also=(node, row, active))
+    table, overflow = expand(spec, table, best, grow, last.split_u, node_row=best_row,
+                             child_u=_child_deltas(static, params, best_row), also=(node, row, active))
     return table, extra, overflow
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.running_best_point, root_expanded=False, init=_init)
+POLICY = TreePolicy(select=_select, update=_update, recommend=running_best_point, root_expanded=False, init=_init)
 
 
 ALGORITHM = family.algorithm("doo", DOOConfig, make_static, make_params, POLICY,

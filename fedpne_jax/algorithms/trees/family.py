@@ -1,11 +1,14 @@
-"""The registry entry of a tree algorithm: its policy run by the round loop (tree.run) for ``fp.run``,
+"""The registry entry of a tree algorithm: its policy run by the round loop (driver.run) for ``fp.run``,
 and the same policy cut at the evaluation (steps.py) for ask/tell."""
 from __future__ import annotations
 
 from typing import Callable
 
 from fedpne_jax.algorithms.trees import steps
-from fedpne_jax.algorithms.trees.tree import METRICS, TreePolicy, check_objective, grow_path, path_tables, run
+from fedpne_jax.algorithms.trees.descent import grow_path, path_tables
+from fedpne_jax.algorithms.trees.driver import METRICS, run
+from fedpne_jax.algorithms.trees.partition import check_objective
+from fedpne_jax.algorithms.trees.policy import TreePolicy
 from fedpne_jax.core.algorithm import Algorithm, Style
 
 

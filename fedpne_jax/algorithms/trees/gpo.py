@@ -66,7 +66,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, meta, tree
+from fedpne_jax.algorithms.trees import family, meta
+from fedpne_jax.algorithms.trees.layout import B0, B1, CHILD, COUNT, GEN, MEAN, B, Table, TreeSpec, U, as_bits
+from fedpne_jax.algorithms.trees.partition import expand
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 from objectives.ordered import no_contraction
@@ -83,7 +86,7 @@ def phases(horizon: int, rhomax: float) -> tuple:
 
 
 @dataclasses.dataclass(frozen=True)
-class WrapperConfig(tree.TreeConfig):
+class WrapperConfig(TreeConfig):
     """The fields of GPO over a base (GPOConfig names the base, PCTConfig fixes it)."""
 
     numax: float = 1.0
@@ -173,7 +176,7 @@ def plan(config: WrapperConfig) -> Plan:
 
 
 @dataclasses.dataclass(frozen=True)
-class GPOStatic(tree.TreeStatic):
+class GPOStatic(TreeStatic):
     base: Any = None            # the base's static, with the instances' common tree spec
     base_name: str = "hoo"
     pyxab: bool = False
@@ -190,8 +193,8 @@ def make_static(config: WrapperConfig, objective, tables=None) -> GPOStatic:
     p = plan(config)
     base, capacity, height = meta.instance_static(meta.BASES[config.base_name], p.configs, p.budgets, objective,
                                                   config, tables)
-    return tree.make_static(config, objective, capacity, height, cls=GPOStatic, base=base,
-                            base_name=config.base_name, pyxab=config.pyxab, slots=p.slots, half=p.half)
+    return tree_static(config, objective, capacity, height, cls=GPOStatic, base=base,
+                       base_name=config.base_name, pyxab=config.pyxab, slots=p.slots, half=p.half)
 
 
 def make_params(config: WrapperConfig, tables=None) -> GPOParams:
@@ -258,7 +261,7 @@ def _select(static: GPOStatic, params: GPOParams, table, state: State, t):
         choice, point = policy.select(static.base, p, table, state.base, state.clock + 1)
         if static.pyxab:
             return choice, point, point
-        return choice, point, policy.recommend(static.base, p, table, state.base, tree.Last(choice, zero, zero, point))
+        return choice, point, policy.recommend(static.base, p, table, state.base, Last(choice, zero, zero, point))
 
     def skip():
         # The rounds that evaluate a held point read no selection (their update is skipped too);
@@ -281,18 +284,18 @@ def _select(static: GPOStatic, params: GPOParams, table, state: State, t):
     return choice, x
 
 
-def _fresh(spec: tree.TreeSpec, table: tree.Table, split_u) -> tree.Table:
+def _fresh(spec: TreeSpec, table: Table, split_u) -> Table:
     """A new instance's tree in the table's rows: the root (whose box row 0 keeps) and its two
     children, split as the round's split uniform says; the old rows past them are unreachable."""
-    inf, zero = tree.as_bits(spec, jnp.inf), tree.as_bits(spec, 0.0)
-    leaf = table.rows[0].at[tree.CHILD].set(-1).at[tree.COUNT].set(0).at[tree.GEN].set(0) \
-        .at[tree.B0].set(inf).at[tree.B1].set(inf).at[tree.MEAN].set(zero).at[tree.U].set(inf).at[tree.B].set(inf)
-    fresh, _ = tree.expand(spec, tree.Table(table.rows, jnp.int32(1), jnp.int32(0)), 0, jnp.bool_(True), split_u,
-                           node_row=leaf)
+    inf, zero = as_bits(spec, jnp.inf), as_bits(spec, 0.0)
+    leaf = table.rows[0].at[CHILD].set(-1).at[COUNT].set(0).at[GEN].set(0) \
+        .at[B0].set(inf).at[B1].set(inf).at[MEAN].set(zero).at[U].set(inf).at[B].set(inf)
+    fresh, _ = expand(spec, Table(table.rows, jnp.int32(1), jnp.int32(0)), 0, jnp.bool_(True), split_u,
+                      node_row=leaf)
     return fresh
 
 
-def _update(static: GPOStatic, params: GPOParams, table, state: State, last: tree.Last, t, active):
+def _update(static: GPOStatic, params: GPOParams, table, state: State, last: Last, t, active):
     policy = _base(static).policy
     n, half = static.slots, static.half
     kind, slot, weight, duplicate = _round(static, t)
@@ -332,11 +335,11 @@ def _update(static: GPOStatic, params: GPOParams, table, state: State, last: tre
     return table, state, overflow
 
 
-def _recommend(static: GPOStatic, params: GPOParams, table, state: State, last: tree.Last):
+def _recommend(static: GPOStatic, params: GPOParams, table, state: State, last: Last):
     return _best(state)
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend)
+POLICY = TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend)
 
 
 ALGORITHM = family.algorithm("gpo", GPOConfig, make_static, make_params, POLICY,

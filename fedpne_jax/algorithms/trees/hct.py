@@ -50,7 +50,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.descent import descent, path_of, update_path
+from fedpne_jax.algorithms.trees.layout import check_height
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
+from fedpne_jax.algorithms.trees.refresh import refresh_all, rows_after_updates
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 
@@ -60,7 +64,7 @@ MAX_ROWS = 1 << 24
 
 class Schedule:
     """HCT's confidence schedule, from a config's nu, rho, delta and horizon (VHCT's too), and the
-    table its module's ``bounds`` sizes.  Listed before tree.TreeConfig among a config's bases, so
+    table its module's ``bounds`` sizes.  Listed before TreeConfig among a config's bases, so
     that its ``capacity`` and ``resolved`` come first."""
 
     nu: float
@@ -89,13 +93,13 @@ class Schedule:
         return self.bounds()[0]
 
     def resolved(self) -> dict:
-        out = super().resolved()  # type: ignore[misc]  # tree.TreeConfig's, next in a config's bases
+        out = super().resolved()  # type: ignore[misc]  # TreeConfig's, next in a config's bases
         out.update(c1=self.c1, max_depth=self.bounds()[1])
         return out
 
 
 @dataclasses.dataclass(frozen=True)
-class HCTConfig(Schedule, tree.TreeConfig):
+class HCTConfig(Schedule, TreeConfig):
     """HCT's parameters (PyXAB's defaults; the paper's runs used rho = 0.75)."""
 
     nu: float = 1.0
@@ -118,7 +122,7 @@ class HCTConfig(Schedule, tree.TreeConfig):
             raise ValueError(f"c and nu must keep c^2 log(1/delta~) / nu^2 within float32 range, got c={self.c}, "
                              f"nu={self.nu}")
         capacity, height = bounds(self)
-        tree.check_height(height, f"c={self.c}, rho={self.rho}, horizon={self.horizon}")
+        check_height(height, f"c={self.c}, rho={self.rho}, horizon={self.horizon}")
         if capacity > MAX_ROWS:
             raise ValueError(f"horizon: HCT's node table would need {capacity} rows for T={self.horizon} with "
                              f"c={self.c}, rho={self.rho} (at most {MAX_ROWS}); raise c or lower the horizon")
@@ -174,7 +178,7 @@ def bounds(config: HCTConfig) -> tuple[int, int]:
 
 
 @dataclasses.dataclass(frozen=True)
-class HCTStatic(tree.TreeStatic):
+class HCTStatic(TreeStatic):
     expand: str = "leaf"
 
 
@@ -187,8 +191,8 @@ class HCTParams(NamedTuple):
 
 def make_static(config: HCTConfig, objective, tables=None) -> HCTStatic:
     capacity, height = bounds(config)
-    return tree.make_static(config, objective, capacity, height, cls=HCTStatic, path=tree.path_of(tables, height),
-                            expand=config.expand)
+    return tree_static(config, objective, capacity, height, cls=HCTStatic, path=path_of(tables, height),
+                       expand=config.expand)
 
 
 def make_params(config: HCTConfig, tables=None) -> HCTParams:
@@ -225,7 +229,7 @@ def _stop_rule(static: HCTStatic, params: HCTParams, t):
     return lambda count, node, depth: count >= tau[depth]
 
 
-def _update(static: HCTStatic, params: HCTParams, table, pending: Pending, last: tree.Last, t, active):
+def _update(static: HCTStatic, params: HCTParams, table, pending: Pending, last: Last, t, active):
     """Round t's update after its selection (and the refresh when t is a power of two)."""
     spec = static.tree
     k = _epoch(t)
@@ -238,9 +242,9 @@ def _update(static: HCTStatic, params: HCTParams, table, pending: Pending, last:
 
     credited = jnp.arange(spec.path_rows) == choice.length - 1
     pyxab = static.expand == "pyxab"
-    table, overflow, regrown = tree.update_path(spec, table, choice.path, choice.length, credited, last.reward,
-                                                _u_fn(params, k), grow, last.split_u, active=active,
-                                                pending=tuple(pending) if pyxab else None)
+    table, overflow, regrown = update_path(spec, table, choice.path, choice.length, credited, last.reward,
+                                           _u_fn(params, k), grow, last.split_u, active=active,
+                                           pending=tuple(pending) if pyxab else None)
     if pyxab:
         pending = Pending(choice.path, jnp.where(active & regrown, choice.length,
                                                  jnp.where(active, 0, pending.length)))
@@ -250,12 +254,12 @@ def _update(static: HCTStatic, params: HCTParams, table, pending: Pending, last:
 def _refresh(static: HCTStatic, params: HCTParams, k, table, pending: Pending):
     """Round 2^k, between its selection and its update: every U with t+ = 2^k, then every B (this
     also settles a re-expanded node's ancestors)."""
-    return (tree.refresh(static.tree, table, _u_fn(params, k), live=tree.rows_after_updates(k)),
+    return (refresh_all(static.tree, table, _u_fn(params, k), live=rows_after_updates(k)),
             pending._replace(length=jnp.int32(0)))
 
 
-POLICY = tree.TreePolicy(
-    select=tree.descent(_stop_rule), update=_update, refresh=_refresh,
+POLICY = TreePolicy(
+    select=descent(_stop_rule), update=_update, refresh=_refresh,
     init=lambda static, params, table, key: Pending(jnp.zeros((static.tree.path_rows,), jnp.int32), jnp.int32(0)))
 
 

@@ -35,13 +35,16 @@ from typing import NamedTuple, Optional
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.descent import descent, path_of, update_path
+from fedpne_jax.algorithms.trees.layout import check_height
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int, check_real
 
 
 @dataclasses.dataclass(frozen=True)
-class HOOConfig(tree.TreeConfig):
+class HOOConfig(TreeConfig):
     """T-HOO's parameters (PyXAB's defaults)."""
 
     nu: float = 1.0
@@ -54,7 +57,7 @@ class HOOConfig(tree.TreeConfig):
         check_real("rho", self.rho, low=0.0, high=1.0)
         if self.depth_limit is not None:
             check_int("depth_limit (None for PyXAB's default)", self.depth_limit, 0)
-        tree.check_height(self.height, f"depth_limit={self.limit}")
+        check_height(self.height, f"depth_limit={self.limit}")
 
     @property
     def limit(self) -> int:
@@ -86,9 +89,9 @@ class HOOParams(NamedTuple):
     noise_scale: np.ndarray  # ()
 
 
-def make_static(config: HOOConfig, objective, tables=None) -> tree.TreeStatic:
-    return tree.make_static(config, objective, config.capacity, config.height,
-                            path=tree.path_of(tables, config.height))
+def make_static(config: HOOConfig, objective, tables=None) -> TreeStatic:
+    return tree_static(config, objective, config.capacity, config.height,
+                       path=path_of(tables, config.height))
 
 
 def make_params(config: HOOConfig, tables=None) -> HOOParams:
@@ -99,7 +102,7 @@ def make_params(config: HOOConfig, tables=None) -> HOOParams:
                      noise_scale=np.asarray(config.noise_scale, real))
 
 
-def _update(static, params: HOOParams, table, extra, last: tree.Last, t, active):
+def _update(static, params: HOOParams, table, extra, last: Last, t, active):
     spec = static.tree
     choice = last.choice
 
@@ -108,13 +111,13 @@ def _update(static, params: HOOParams, table, extra, last: tree.Last, t, active)
         return mean + jnp.sqrt(params.explore / count.astype(mean.dtype)) + params.smooth[depth]
 
     credited = jnp.arange(spec.path_rows) < choice.length
-    table, overflow, _ = tree.update_path(spec, table, choice.path, choice.length, credited, last.reward, u_fn,
-                                          lambda count, depth, child: depth <= params.limit, last.split_u,
-                                          active=active)
+    table, overflow, _ = update_path(spec, table, choice.path, choice.length, credited, last.reward, u_fn,
+                                     lambda count, depth, child: depth <= params.limit, last.split_u,
+                                     active=active)
     return table, extra, overflow
 
 
-POLICY = tree.TreePolicy(select=tree.descent(), update=_update)
+POLICY = TreePolicy(select=descent(), update=_update)
 
 
 ALGORITHM = family.algorithm("hoo", HOOConfig, make_static, make_params, POLICY,

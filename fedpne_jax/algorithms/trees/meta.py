@@ -30,7 +30,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import hct, hoo, tree, vhct
+from fedpne_jax.algorithms.trees import hct, hoo, vhct
+from fedpne_jax.algorithms.trees.descent import path_of
+from fedpne_jax.algorithms.trees.layout import CHILD, COUNT, TreeSpec, check_height, make_spec
+from fedpne_jax.algorithms.trees.policy import TreePolicy
 
 MAX_INSTANCES = 1024
 
@@ -52,17 +55,17 @@ def _hoo_config(budget: int, horizon: int, nu: float, rho: float, pyxab: bool, f
     return hoo.HOOConfig(horizon=horizon if pyxab else budget, nu=nu, rho=rho, **fields)
 
 
-def pulled_only(spec: tree.TreeSpec, rows):
+def pulled_only(spec: TreeSpec, rows):
     """Evaluations of each row's point when only the pulled node is credited (HCT, VHCT): its count."""
-    return rows[:, tree.COUNT].astype(jnp.int32)
+    return rows[:, COUNT].astype(jnp.int32)
 
 
-def along_path(spec: tree.TreeSpec, rows):
+def along_path(spec: TreeSpec, rows):
     """Evaluations of each row's point when the whole path is credited (T-HOO): its count less its
     children's (a node's children exist only after its own evaluation)."""
-    child = rows[:, tree.CHILD].astype(jnp.int32)
+    child = rows[:, CHILD].astype(jnp.int32)
     c = jnp.maximum(child, 0)
-    count = rows[:, tree.COUNT].astype(jnp.int32)
+    count = rows[:, COUNT].astype(jnp.int32)
     return count - jnp.where(child >= 0, count[c] + count[c + 1], 0)
 
 
@@ -76,7 +79,7 @@ class Base:
     evaluations: Callable    # (spec, rows) -> (capacity,) int32 evaluations of each row's point
 
     @property
-    def policy(self) -> tree.TreePolicy:
+    def policy(self) -> TreePolicy:
         return self.module.POLICY
 
 
@@ -108,12 +111,12 @@ def capacity(configs, budgets) -> int:
 
 def instance_static(base: Base, configs, budgets, objective, config, tables=None):
     """(the base's static with the common tree spec, capacity, height) of the instances; ``tables``:
-    the wrapper's :class:`tree.PathTables`."""
+    the wrapper's :class:`PathTables`."""
     statics = [base.module.make_static(c, objective) for c in configs]
     height = max(min(s.tree.height, 1 + int(u)) for s, u in zip(statics, budgets))
     cap = capacity(configs, budgets)
-    tree.check_height(height, f"rhomax={config.rhomax}, horizon={config.horizon}")
-    spec = tree.make_spec(cap, height, objective, config.split, config.precision, tree.path_of(tables, height))
+    check_height(height, f"rhomax={config.rhomax}, horizon={config.horizon}")
+    spec = make_spec(cap, height, objective, config.split, config.precision, path_of(tables, height))
     return dataclasses.replace(statics[0], tree=spec), cap, height
 
 
@@ -141,7 +144,7 @@ def keep(on, new, old):
     return jax.tree.map(select, new, old)
 
 
-def refresh_due(policy: tree.TreePolicy, s):
+def refresh_due(policy: TreePolicy, s):
     """(whether local round s refreshes, its k) under the base's rule: s = 2^k, or s = k * every."""
     s = jnp.asarray(s, jnp.int32)
     if policy.refresh_every:
@@ -149,7 +152,7 @@ def refresh_due(policy: tree.TreePolicy, s):
     return (s > 0) & ((s & (s - 1)) == 0), 31 - jax.lax.clz(jnp.maximum(s, 1))
 
 
-def refresh(policy: tree.TreePolicy, static, params, table, extra, s, on):
+def refresh(policy: TreePolicy, static, params, table, extra, s, on):
     """The base's refresh of one instance's table and extra at its local round s when due and
     ``on``.  ``on`` and s must not differ between the runs of a batch: a batched predicate would run
     the branch, a pass over the table, in every round."""

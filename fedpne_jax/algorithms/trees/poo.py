@@ -73,14 +73,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, meta, tree
+from fedpne_jax.algorithms.trees import family, meta
+from fedpne_jax.algorithms.trees.layout import centre
+from fedpne_jax.algorithms.trees.partition import root_dim
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
+from fedpne_jax.algorithms.trees.rounds import chunk_uniforms
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_choice, check_real
 from objectives.ordered import no_contraction, prefix_sum
 
 
 @dataclasses.dataclass(frozen=True)
-class POOConfig(tree.TreeConfig):
+class POOConfig(TreeConfig):
     """POO's parameters (PyXAB's names and defaults; ``base``: the algorithm every instance runs,
     'hoo' (T-HOO, the paper's), 'hct' or 'vhct'; ``pyxab``: PyXAB's schedule and statistics)."""
 
@@ -233,7 +237,7 @@ def plan(config: POOConfig) -> Plan:
 
 
 @dataclasses.dataclass(frozen=True)
-class POOStatic(tree.TreeStatic):
+class POOStatic(TreeStatic):
     base: Any = None            # the base's static, with the instances' common tree spec
     base_name: str = "hoo"
     pyxab: bool = False
@@ -249,8 +253,8 @@ def make_static(config: POOConfig, objective, tables=None) -> POOStatic:
     p = plan(config)
     base, capacity, height = meta.instance_static(meta.BASES[config.base], p.configs, p.budgets, objective, config,
                                                   tables)
-    return tree.make_static(config, objective, capacity, height, cls=POOStatic, instances=len(p.rhos), base=base,
-                            base_name=config.base, pyxab=config.pyxab, segments=p.segments)
+    return tree_static(config, objective, capacity, height, cls=POOStatic, instances=len(p.rhos), base=base,
+                       base_name=config.base, pyxab=config.pyxab, segments=p.segments)
 
 
 def make_params(config: POOConfig, tables=None) -> POOParams:
@@ -299,7 +303,7 @@ def _select(static: POOStatic, params: POOParams, tables, state: State, t):
                                        meta.pick(state.base, i), state.clock[i] + 1)
 
 
-def _update(static: POOStatic, params: POOParams, tables, state: State, last: tree.Last, t, active):
+def _update(static: POOStatic, params: POOParams, tables, state: State, last: Last, t, active):
     policy = _base(static).policy
     i, robin, weight = _slot(static, t)
     s = state.clock[i] + 1
@@ -322,7 +326,7 @@ def _update(static: POOStatic, params: POOParams, tables, state: State, last: tr
     return tables, State(extras, state.clock.at[i].add(active), value), overflow
 
 
-def _recommend(static: POOStatic, params: POOParams, tables, state: State, last: tree.Last):
+def _recommend(static: POOStatic, params: POOParams, tables, state: State, last: Last):
     if static.pyxab:
         # PyXAB's get_last_point: the best instance's next selection.  After round T that is round
         # T + 1's point (_select); after an earlier checkpoint round it is not the point pulled next.
@@ -337,24 +341,24 @@ def _recommend(static: POOStatic, params: POOParams, tables, state: State, last:
     n = state.clock[best]
     j = jnp.minimum(jnp.floor(last.split_u * n.astype(spec.dtype)).astype(jnp.int32), n - 1)
     row = jnp.sum((prefix_sum(evaluated) <= j).astype(jnp.int32))
-    return tree.centre(spec, rows[jnp.minimum(row, spec.capacity - 1)])
+    return centre(spec, rows[jnp.minimum(row, spec.capacity - 1)])
 
 
-def recommendation_uniform(key, static: tree.TreeStatic) -> float:
+def recommendation_uniform(key, static: TreeStatic) -> float:
     """Round T + 1's split uniform of a run (the paper rule's draw of its recommendation), on the host."""
     t = static.horizon + 1
     with jax.enable_x64(static.real == "float64"):
-        u = tree._chunk_uniforms(key, (t - 1) // static.chunk, static.chunk, jnp.dtype(static.real))
+        u = chunk_uniforms(key, (t - 1) // static.chunk, static.chunk, jnp.dtype(static.real))
         return float(np.asarray(u)[(t - 1) % static.chunk, 2])
 
 
 def root_dims(key, instances: int, dim: int):
-    """The root's split dimension of every instance under split='random' (tree.run folds the
+    """The root's split dimension of every instance under split='random' (run folds the
     instance index into the run key)."""
-    return [int(tree.root_dim(jax.random.fold_in(key, i), dim)) for i in range(instances)]
+    return [int(root_dim(jax.random.fold_in(key, i), dim)) for i in range(instances)]
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend)
+POLICY = TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend)
 
 
 ALGORITHM = family.algorithm("poo", POOConfig, make_static, make_params, POLICY,

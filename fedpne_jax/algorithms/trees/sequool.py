@@ -44,7 +44,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.layout import COUNT, MEAN, as_bits, as_float, centre
+from fedpne_jax.algorithms.trees.partition import expand
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
+from fedpne_jax.algorithms.trees.ranking import RunningBest, running_best, running_best_point, running_best_step
 from fedpne_jax.core.algorithm import Style
 
 
@@ -130,7 +134,7 @@ def _all_depths(h_max: int):
 
 
 @dataclasses.dataclass(frozen=True)
-class SequOOLConfig(tree.TreeConfig):
+class SequOOLConfig(TreeConfig):
     """SequOOL has no parameter beside the tree's: PyXAB's budget n is the horizon."""
 
     def __post_init__(self):
@@ -145,7 +149,7 @@ class SequOOLConfig(tree.TreeConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class SequOOLStatic(tree.TreeStatic):
+class SequOOLStatic(TreeStatic):
     schedule: Schedule | None = None
 
 
@@ -155,7 +159,7 @@ class SequOOLParams(NamedTuple):
 
 def make_static(config: SequOOLConfig, objective, tables=None) -> SequOOLStatic:
     plan = schedule(config.horizon)
-    return tree.make_static(config, objective, config.capacity, plan.height, cls=SequOOLStatic, schedule=plan)
+    return tree_static(config, objective, config.capacity, plan.height, cls=SequOOLStatic, schedule=plan)
 
 
 def make_params(config: SequOOLConfig, tables=None) -> SequOOLParams:
@@ -169,7 +173,7 @@ class Choice(NamedTuple):
 def _select(static: SequOOLStatic, params, table, extra, t):
     spec = static.tree
     node = jnp.where(t <= static.schedule.sweep_rounds, jnp.minimum(t, spec.capacity - 1), 0)
-    return Choice(node), tree.centre(spec, table.rows[node])
+    return Choice(node), centre(spec, table.rows[node])
 
 
 def _sorted_depth(static: SequOOLStatic, table, depth, node, value, size: int):
@@ -182,8 +186,8 @@ def _sorted_depth(static: SequOOLStatic, table, depth, node, value, size: int):
     count = 2 * jnp.asarray((1,) + plan.openings, jnp.int32)[depth - 1]
     rows = first + jnp.arange(size, dtype=jnp.int32)
     start = jnp.minimum(first, spec.capacity - size)     # size <= capacity: every window fits
-    means = jax.lax.dynamic_slice_in_dim(table.rows, start, size)[rows - start, tree.MEAN]
-    values = jnp.where(rows == node, value, tree.as_float(spec, means))
+    means = jax.lax.dynamic_slice_in_dim(table.rows, start, size)[rows - start, MEAN]
+    values = jnp.where(rows == node, value, as_float(spec, means))
     values = jnp.where(jnp.arange(size) < count, -values, jnp.inf)
     _, negative_row = jax.lax.sort((values, -rows), num_keys=2)
     return jnp.zeros((plan.sort_sizes[-1],), jnp.int32).at[:size].set(-negative_row)
@@ -191,16 +195,16 @@ def _sorted_depth(static: SequOOLStatic, table, depth, node, value, size: int):
 
 class Extra(NamedTuple):
     order: jax.Array         # the current depth's nodes, best first
-    best: tree.RunningBest   # the recommendation (rows are evaluated in row order, once)
+    best: RunningBest   # the recommendation (rows are evaluated in row order, once)
 
 
-def _update(static: SequOOLStatic, params, table, extra: Extra, last: tree.Last, t, active):
+def _update(static: SequOOLStatic, params, table, extra: Extra, last: Last, t, active):
     """Keep round t's value, and when round t + 1 starts an opening, expand the node it opens (its
     children are rows t + 1 and t + 2); at a depth's first opening, sort the depth's nodes first."""
     spec, plan = static.tree, static.schedule
     node = last.choice.node
     credit = active & (node > 0)
-    row = table.rows[node].at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, last.reward))
+    row = table.rows[node].at[COUNT].set(1).at[MEAN].set(as_bits(spec, last.reward))
     k = t + 1 - 3                                       # openings' rounds before round t + 1
     opening = k // 2
     starts = (k >= 0) & (k % 2 == 0) & (t + 1 <= plan.sweep_rounds) & (t < static.horizon)
@@ -217,16 +221,16 @@ def _update(static: SequOOLStatic, params, table, extra: Extra, last: tree.Last,
     target = order[jnp.clip(j, 0, order.size - 1)]
     grow = active & starts
     target_row = jnp.where(target == node, row, table.rows[target])
-    table, overflow = tree.expand(spec, table, target, grow, last.split_u, node_row=target_row,
-                                  also=(node, row, credit))
-    return table, Extra(order, tree.running_best_step(extra.best, node, last.reward, credit)), overflow
+    table, overflow = expand(spec, table, target, grow, last.split_u, node_row=target_row,
+                             also=(node, row, credit))
+    return table, Extra(order, running_best_step(extra.best, node, last.reward, credit)), overflow
 
 
 def _init(static: SequOOLStatic, params, table, key) -> Extra:
-    return Extra(jnp.zeros((static.schedule.sort_sizes[-1],), jnp.int32), tree.running_best(static.tree.dtype))
+    return Extra(jnp.zeros((static.schedule.sort_sizes[-1],), jnp.int32), running_best(static.tree.dtype))
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=tree.running_best_point, root_expanded=True)
+POLICY = TreePolicy(select=_select, update=_update, init=_init, recommend=running_best_point, root_expanded=True)
 
 
 ALGORITHM = family.algorithm("sequool", SequOOLConfig, make_static, make_params, POLICY,

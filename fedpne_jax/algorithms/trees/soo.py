@@ -45,7 +45,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.layout import COUNT, DEPTH, MAX_HEIGHT, MEAN, as_bits, centre
+from fedpne_jax.algorithms.trees.partition import expand
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
+from fedpne_jax.algorithms.trees.ranking import RunningBest, running_best, running_best_point, running_best_step
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int
 from objectives.ordered import prefix_sum
@@ -54,7 +58,7 @@ REBUILD = 128                 # rounds between rebuilds of the sorted leaves
 
 
 @dataclasses.dataclass(frozen=True)
-class SOOConfig(tree.TreeConfig):
+class SOOConfig(TreeConfig):
     """SOO's parameters (PyXAB's h_max, the deepest depth a sweep expands; ``pyxab``: PyXAB's rule)."""
 
     h_max: int = 100
@@ -62,7 +66,7 @@ class SOOConfig(tree.TreeConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_int("h_max", self.h_max, 0, tree.MAX_HEIGHT - 2)
+        check_int("h_max", self.h_max, 0, MAX_HEIGHT - 2)
         if not isinstance(self.pyxab, bool):
             raise ValueError(f"pyxab must be True or False, got {self.pyxab!r}")
         if self.horizon > self.most_evaluations:
@@ -90,7 +94,7 @@ class SOOConfig(tree.TreeConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class SOOStatic(tree.TreeStatic):
+class SOOStatic(TreeStatic):
     h_max: int = 100
     pyxab: bool = False
 
@@ -100,8 +104,8 @@ class SOOParams(NamedTuple):
 
 
 def make_static(config: SOOConfig, objective, tables=None) -> SOOStatic:
-    return tree.make_static(config, objective, config.capacity, config.height, cls=SOOStatic, h_max=config.h_max,
-                            pyxab=config.pyxab)
+    return tree_static(config, objective, config.capacity, config.height, cls=SOOStatic, h_max=config.h_max,
+                       pyxab=config.pyxab)
 
 
 def make_params(config: SOOConfig, tables=None) -> SOOParams:
@@ -124,7 +128,7 @@ class Lists(NamedTuple):
     h: jax.Array             # () int32 paper: the sweep's next depth; pyxab: the depth being expanded
     v_max: jax.Array         # () the sweep's v_max (paper)
     bound: jax.Array         # () int32 the sweep's last depth (paper)
-    best: tree.RunningBest   # the recommendation: every node is evaluated once, in row order
+    best: RunningBest   # the recommendation: every node is evaluated once, in row order
 
 
 def _init(static: SOOStatic, params, table, key) -> Lists:
@@ -137,7 +141,7 @@ def _init(static: SOOStatic, params, table, key) -> Lists:
                  kept_row=jnp.full((H,), -1, jnp.int32), new_value=jnp.full((REBUILD,), -jnp.inf, dt),
                  new_row=jnp.full((REBUILD,), -1, jnp.int32), new_depth=jnp.zeros((REBUILD,), jnp.int32),
                  new_best=jnp.full((H,), -1, jnp.int32), h=jnp.int32(0), v_max=jnp.asarray(-jnp.inf, dt),
-                 bound=jnp.int32(-1), best=tree.running_best(dt))
+                 bound=jnp.int32(-1), best=running_best(dt))
 
 
 def _better(value_a, row_a, value_b, row_b):
@@ -298,10 +302,10 @@ def _select(static: SOOStatic, params, table, lists, t):
     spec = static.tree
     node = jnp.minimum(t - 1, spec.capacity - 1)
     row = table.rows[node]
-    return Choice(node, row[tree.DEPTH].astype(jnp.int32)), tree.centre(spec, row)
+    return Choice(node, row[DEPTH].astype(jnp.int32)), centre(spec, row)
 
 
-def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, active):
+def _update(static: SOOStatic, params, table, lists: Lists, last: Last, t, active):
     """Keep round t's value, add its node to the new list, and, once every node is evaluated, expand
     the leaf the rule picks."""
     spec = static.tree
@@ -309,13 +313,13 @@ def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, 
     # (XLA copies the whole table for a read it cannot order before the in-place update).
     node, depth, value = last.choice.node, last.choice.depth, last.reward
     row = table.rows[node]
-    row = row.at[tree.COUNT].set(1).at[tree.MEAN].set(tree.as_bits(spec, value))
+    row = row.at[COUNT].set(1).at[MEAN].set(as_bits(spec, value))
     slot = t % REBUILD
     best = lists.new_best[depth]
     lists = lists._replace(new_value=lists.new_value.at[slot].set(value),
                            new_row=lists.new_row.at[slot].set(jnp.where(active, node, -1)),
                            new_depth=lists.new_depth.at[slot].set(depth),
-                           best=tree.running_best_step(lists.best, node, value, active),
+                           best=running_best_step(lists.best, node, value, active),
                            new_best=lists.new_best.at[depth].set(
                                jnp.where(active & _better(value, node, lists.new_value[jnp.maximum(best, 0)],
                                                           jnp.where(best >= 0, lists.new_row[best], -1)),
@@ -352,13 +356,13 @@ def _update(static: SOOStatic, params, table, lists: Lists, last: tree.Last, t, 
                                                                              None)
     lists = lists._replace(**moved)
     chosen_row = jnp.where(chosen == node, row, table.rows[chosen])
-    table, overflow = tree.expand(spec, table, chosen, grow, last.split_u, node_row=chosen_row,
-                                  also=(node, row, active))
+    table, overflow = expand(spec, table, chosen, grow, last.split_u, node_row=chosen_row,
+                             also=(node, row, active))
     return table, lists, overflow
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, recommend=tree.running_best_point, root_expanded=False, init=_init,
-                         refresh=_rebuild, refresh_every=REBUILD)
+POLICY = TreePolicy(select=_select, update=_update, recommend=running_best_point, root_expanded=False, init=_init,
+                    refresh=_rebuild, refresh_every=REBUILD)
 
 
 ALGORITHM = family.algorithm("soo", SOOConfig, make_static, make_params, POLICY,

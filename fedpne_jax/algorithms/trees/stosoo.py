@@ -64,7 +64,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.layout import (
+    CHILD,
+    COUNT,
+    DEPTH,
+    MAX_HEIGHT,
+    MEAN,
+    B,
+    Table,
+    U,
+    as_bits,
+    as_float,
+    centre,
+)
+from fedpne_jax.algorithms.trees.partition import expand, random_dim
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
+from fedpne_jax.algorithms.trees.ranking import best_row
+from fedpne_jax.algorithms.trees.rounds import chunk_uniforms
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import exact_sqrt
@@ -74,7 +91,7 @@ NOT_LEAF = 1 << 30            # the depth key of a row that is not a live leaf
 
 
 @dataclasses.dataclass(frozen=True)
-class StoSOOConfig(tree.TreeConfig):
+class StoSOOConfig(TreeConfig):
     """StoSOO's parameters (PyXAB's k, h_max and delta: None derives k and delta from the horizon as
     PyXAB does; ``pyxab``: PyXAB's rule)."""
 
@@ -87,7 +104,7 @@ class StoSOOConfig(tree.TreeConfig):
         super().__post_init__()
         if self.k is not None:
             check_int("k (None for PyXAB's default)", self.k, 1, MAX_K)
-        check_int("h_max", self.h_max, 0, tree.MAX_HEIGHT - 2)
+        check_int("h_max", self.h_max, 0, MAX_HEIGHT - 2)
         if self.delta is not None:
             check_real("delta (None for PyXAB's default)", self.delta, low=0.0, high=1.0, high_open=False)
         if not isinstance(self.pyxab, bool):
@@ -141,7 +158,7 @@ class StoSOOConfig(tree.TreeConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class StoSOOStatic(tree.TreeStatic):
+class StoSOOStatic(TreeStatic):
     h_max: int = 100
 
 
@@ -153,8 +170,8 @@ class StoSOOParams(NamedTuple):
 
 
 def make_static(config: StoSOOConfig, objective, tables=None) -> StoSOOStatic:
-    return tree.make_static(config, objective, config.capacity, config.height, cls=StoSOOStatic,
-                            h_max=config.h_max)
+    return tree_static(config, objective, config.capacity, config.height, cls=StoSOOStatic,
+                       h_max=config.h_max)
 
 
 def make_params(config: StoSOOConfig, tables=None) -> StoSOOParams:
@@ -179,13 +196,13 @@ def run_split_dims(key, horizon: int, chunk: int, dim: int, real: str = "float32
     one run under split='random' (host-side, for tests and inspection)."""
     with jax.enable_x64(real == "float64"):
         dtype = jnp.dtype(real)
-        u = np.asarray(jnp.concatenate([tree._chunk_uniforms(key, c, chunk, dtype)[:, 2]
+        u = np.asarray(jnp.concatenate([chunk_uniforms(key, c, chunk, dtype)[:, 2]
                                         for c in range(-(-horizon // chunk))]))
 
     @functools.lru_cache(maxsize=None)
     def dims(t: int, j: int) -> int:
         with jax.enable_x64(real == "float64"):
-            return int(tree.random_dim(split_uniform(jnp.asarray(u[t - 1], dtype), jnp.int32(j)), dim))
+            return int(random_dim(split_uniform(jnp.asarray(u[t - 1], dtype), jnp.int32(j)), dim))
     return dims
 
 
@@ -209,7 +226,7 @@ def _init(static: StoSOOStatic, params, table, key) -> Sweep:
 
 class Search(NamedTuple):
     """A round's search for its next evaluation."""
-    table: tree.Table
+    table: Table
     sweep: Sweep
     j: jax.Array             # () int32 expansions made in this search
     done: jax.Array          # () bool
@@ -238,10 +255,10 @@ def _step(static: StoSOOStatic, params: StoSOOParams, split_u, s: Search) -> Sea
     top = jnp.max(jnp.where(at, b, -jnp.inf))
     pick = jnp.maximum(jnp.max(jnp.where(at & (b == top), jnp.arange(spec.capacity, dtype=jnp.int32), -1)), 0)
     row = table.rows[pick]
-    evaluate = found & (row[tree.COUNT] < params.k)
+    evaluate = found & (row[COUNT] < params.k)
     grow = found & ~evaluate
     size = table.size
-    table, overflow = tree.expand(spec, table, pick, grow, split_uniform(split_u, s.j), node_row=row)
+    table, overflow = expand(spec, table, pick, grow, split_uniform(split_u, s.j), node_row=row)
     grown = grow & ~overflow
     upper = grown & (depth < jnp.where(pyxab, static.h_max, bound))
     kids = jnp.where(grown, size + jnp.arange(2, dtype=jnp.int32), spec.capacity)
@@ -263,22 +280,22 @@ class Choice(NamedTuple):
 
 
 def _select(static: StoSOOStatic, params, table, sweep: Sweep, t):
-    return Choice(sweep.target), tree.centre(static.tree, table.rows[sweep.target])
+    return Choice(sweep.target), centre(static.tree, table.rows[sweep.target])
 
 
-def _update(static: StoSOOStatic, params: StoSOOParams, table, sweep: Sweep, last: tree.Last, t, active):
+def _update(static: StoSOOStatic, params: StoSOOParams, table, sweep: Sweep, last: Last, t, active):
     """Credit round t's reward to its node (count, sum, mean, b), then, unless it was the last round,
     search for the next evaluation."""
     spec = static.tree
     node, reward = last.choice.node, last.reward
     row = table.rows[node]
-    count = row[tree.COUNT] + 1
-    total = jnp.where(row[tree.COUNT] == 0, reward, tree.as_float(spec, row[tree.U]) + reward)
+    count = row[COUNT] + 1
+    total = jnp.where(row[COUNT] == 0, reward, as_float(spec, row[U]) + reward)
     mean = total / count.astype(spec.dtype)
     b = mean + exact_sqrt(params.log_term / (2 * count.astype(spec.dtype)))
     # The sum of the rewards is kept in the U column.
-    row = row.at[tree.COUNT].set(count).at[tree.U].set(tree.as_bits(spec, total)) \
-        .at[tree.MEAN].set(tree.as_bits(spec, mean)).at[tree.B].set(tree.as_bits(spec, b))
+    row = row.at[COUNT].set(count).at[U].set(as_bits(spec, total)) \
+        .at[MEAN].set(as_bits(spec, mean)).at[B].set(as_bits(spec, b))
     at = jnp.where(active, node, spec.capacity)
     table = table._replace(rows=table.rows.at[at].set(row, mode="drop"))
     sweep = sweep._replace(b=sweep.b.at[at].set(b, mode="drop"))
@@ -294,20 +311,20 @@ def _update(static: StoSOOStatic, params: StoSOOParams, table, sweep: Sweep, las
     return search.table, search.sweep, search.overflow
 
 
-def _recommend(static: StoSOOStatic, params: StoSOOParams, table: tree.Table, sweep, last):
+def _recommend(static: StoSOOStatic, params: StoSOOParams, table: Table, sweep, last):
     """PyXAB's ``get_last_point`` (the deepest depth's nodes), or the paper's output (the deepest
     expanded nodes; the root while none is)."""
     spec = static.tree
     rows = table.rows
-    depth = rows[:, tree.DEPTH]
-    mean = tree.as_float(spec, rows[:, tree.MEAN])
-    expanded = (rows[:, tree.CHILD] >= 0) & (jnp.arange(spec.capacity) < table.size)
+    depth = rows[:, DEPTH]
+    mean = as_float(spec, rows[:, MEAN])
+    expanded = (rows[:, CHILD] >= 0) & (jnp.arange(spec.capacity) < table.size)
     deepest = jnp.where(params.pyxab, table.height, jnp.max(jnp.where(expanded, depth, -1)))
-    best, _ = tree.best_row(spec, table, mean, (depth == deepest) & (params.pyxab | expanded))
-    return tree.centre(spec, rows[jnp.maximum(best, 0)])
+    best, _ = best_row(spec, table, mean, (depth == deepest) & (params.pyxab | expanded))
+    return centre(spec, rows[jnp.maximum(best, 0)])
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False, init=_init)
+POLICY = TreePolicy(select=_select, update=_update, recommend=_recommend, root_expanded=False, init=_init)
 
 
 ALGORITHM = family.algorithm("stosoo", StoSOOConfig, make_static, make_params, POLICY,

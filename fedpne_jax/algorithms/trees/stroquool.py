@@ -41,7 +41,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.layout import CHILD, COUNT, DEPTH, MEAN, as_bits, as_float, centre
+from fedpne_jax.algorithms.trees.partition import expand
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
 from fedpne_jax.algorithms.trees.sequool import check_horizon, harmonic
 from fedpne_jax.core.algorithm import Style
 
@@ -200,7 +203,7 @@ def min_horizon() -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class StroquOOLConfig(tree.TreeConfig):
+class StroquOOLConfig(TreeConfig):
     """StroquOOL has no parameter beside the tree's: PyXAB's budget n is the horizon."""
 
     def __post_init__(self):
@@ -217,7 +220,7 @@ class StroquOOLConfig(tree.TreeConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class StroquOOLStatic(tree.TreeStatic):
+class StroquOOLStatic(TreeStatic):
     schedule: Schedule | None = None
 
 
@@ -227,7 +230,7 @@ class StroquOOLParams(NamedTuple):
 
 def make_static(config: StroquOOLConfig, objective, tables=None) -> StroquOOLStatic:
     plan = schedule(config.horizon)
-    return tree.make_static(config, objective, config.capacity, plan.h_max + 1, cls=StroquOOLStatic, schedule=plan)
+    return tree_static(config, objective, config.capacity, plan.h_max + 1, cls=StroquOOLStatic, schedule=plan)
 
 
 def make_params(config: StroquOOLConfig, tables=None) -> StroquOOLParams:
@@ -282,7 +285,7 @@ def _select(static: StroquOOLStatic, params, table, state: State, t):
     node = jnp.select([at.phase == 0, at.phase == 1, at.phase == 2],
                       [1 + at.upper.astype(jnp.int32), state.kids + at.upper.astype(jnp.int32),
                        state.candidates[at.turn]], state.best)
-    return Choice(node), tree.centre(spec, table.rows[node])
+    return Choice(node), centre(spec, table.rows[node])
 
 
 def _best(values, where):
@@ -298,9 +301,9 @@ def _candidates(static: StroquOOLStatic, rows):
     h_max), the last created on ties."""
     spec, plan = static.tree, static.schedule
     index = jnp.arange(spec.capacity, dtype=jnp.int32)
-    count = rows[:, tree.COUNT].astype(jnp.int32)
+    count = rows[:, COUNT].astype(jnp.int32)
     live = (index >= 1) & (count > 0)
-    mean = jnp.where(rows[:, tree.DEPTH] <= plan.h_max, tree.as_float(spec, rows[:, tree.MEAN]), -jnp.inf)
+    mean = jnp.where(rows[:, DEPTH] <= plan.h_max, as_float(spec, rows[:, MEAN]), -jnp.inf)
     return jnp.stack([_best(mean, live & (count >= (1 << p)))[0] for p in range(plan.p_max + 1)])
 
 
@@ -322,7 +325,7 @@ def _recommendation(static: StroquOOLStatic, state: State):
     return state.candidates[_best(means, jnp.ones((K,), bool))[0]]
 
 
-def _update(static: StroquOOLStatic, params, table, state: State, last: tree.Last, t, active):
+def _update(static: StroquOOLStatic, params, table, state: State, last: Last, t, active):
     """Credit round t's reward; when its block ends, the node's mean; when round t + 1 starts a step,
     open the step's node; when it starts the cross-validation, the candidates; when it ends it, the
     recommendation."""
@@ -336,12 +339,12 @@ def _update(static: StroquOOLStatic, params, table, state: State, last: tree.Las
         jnp.where(credit & ~in_cv, last.reward, state.block[child, at.position]))
     cv = state.cv.at[at.turn, at.position].set(jnp.where(credit & in_cv, last.reward, state.cv[at.turn, at.position]))
     row = table.rows[node]
-    row = row.at[tree.COUNT].set(row[tree.COUNT] + jnp.where(credit, 1, 0).astype(spec.itype))
-    keep = lambda: tree.as_float(spec, row[tree.MEAN])
+    row = row.at[COUNT].set(row[COUNT] + jnp.where(credit, 1, 0).astype(spec.itype))
+    keep = lambda: as_float(spec, row[MEAN])
     mine = block[child]
     mean = jax.lax.switch(jnp.where(active, at.block_end, 0),
                           [keep] + [functools.partial(lambda n: numpy_sum(mine, n) / n, n) for n in plan.sizes])
-    row = row.at[tree.MEAN].set(tree.as_bits(spec, mean))
+    row = row.at[MEAN].set(as_bits(spec, mean))
 
     nxt = _where(plan, t + 1)
     starts = active & (nxt.phase == 1) & (nxt.position == 0) & ~nxt.upper & (t < static.horizon)
@@ -352,15 +355,15 @@ def _update(static: StroquOOLStatic, params, table, state: State, last: tree.Las
     rows_at = firsts[depth - 1] + jnp.arange(W, dtype=jnp.int32)
     window = table.rows[jnp.minimum(rows_at, spec.capacity - 1)]
     window = jnp.where((rows_at == node)[:, None], row[None], window)
-    ok = (jnp.arange(W) < counts[depth - 1]) & (window[:, tree.CHILD] < 0) \
-        & (window[:, tree.COUNT].astype(jnp.int32) >= jnp.left_shift(1, jnp.asarray(plan.p, jnp.int32)[nxt.step]))
-    pick, found = _best(tree.as_float(spec, window[:, tree.MEAN]), ok)
+    ok = (jnp.arange(W) < counts[depth - 1]) & (window[:, CHILD] < 0) \
+        & (window[:, COUNT].astype(jnp.int32) >= jnp.left_shift(1, jnp.asarray(plan.p, jnp.int32)[nxt.step]))
+    pick, found = _best(as_float(spec, window[:, MEAN]), ok)
     target = jnp.where(found, rows_at[jnp.maximum(pick, 0)], state.opened)
     grow = starts & found
     target_row = jnp.where(target == node, row, table.rows[target])
-    kids = jnp.where(grow, table.size, jnp.where(starts, target_row[tree.CHILD].astype(jnp.int32), state.kids))
-    table, overflow = tree.expand(spec, table, target, grow, last.split_u, node_row=target_row,
-                                  also=(node, row, credit))
+    kids = jnp.where(grow, table.size, jnp.where(starts, target_row[CHILD].astype(jnp.int32), state.kids))
+    table, overflow = expand(spec, table, target, grow, last.split_u, node_row=target_row,
+                             also=(node, row, credit))
     state = state._replace(block=block, cv=cv, opened=jnp.where(starts, target, state.opened), kids=kids)
     # The candidates are chosen from the table as round t leaves it (written just above).
     candidates = jax.lax.cond(active & (t + 1 == plan.cv_start), lambda: _candidates(static, table.rows),
@@ -378,10 +381,10 @@ def _init(static: StroquOOLStatic, params, table, key) -> State:
 
 
 def _recommend(static, params, table, state: State, last):
-    return tree.centre(static.tree, table.rows[state.best])
+    return centre(static.tree, table.rows[state.best])
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend, root_expanded=True)
+POLICY = TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend, root_expanded=True)
 
 
 ALGORITHM = family.algorithm("stroquool", StroquOOLConfig, make_static, make_params, POLICY,

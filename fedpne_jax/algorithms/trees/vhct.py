@@ -90,7 +90,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, hct, tree
+from fedpne_jax.algorithms.trees import family, hct
+from fedpne_jax.algorithms.trees.descent import descend, path_of, update_path
+from fedpne_jax.algorithms.trees.layout import CHILD, COUNT, MEAN, as_float, centre, check_height
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
+from fedpne_jax.algorithms.trees.refresh import refresh_all, rows_after_updates
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.validation import check_real
 from objectives.ordered import exact_sqrt, no_contraction
@@ -100,7 +104,7 @@ SLACK = 1e-6               # relative rounding allowed for the device's threshol
 
 
 @dataclasses.dataclass(frozen=True)
-class VHCTConfig(hct.Schedule, tree.TreeConfig):
+class VHCTConfig(hct.Schedule, TreeConfig):
     """VHCT's parameters (PyXAB's defaults; ``bound``: b, the range of the noise; ``pyxab``: PyXAB's
     rules, see the module docstring)."""
 
@@ -121,7 +125,7 @@ class VHCTConfig(hct.Schedule, tree.TreeConfig):
         if not isinstance(self.pyxab, bool):
             raise ValueError(f"pyxab must be True or False, got {self.pyxab!r}")
         capacity, height = bounds(self)
-        tree.check_height(height, f"c={self.c}, rho={self.rho}, bound={self.bound}, horizon={self.horizon}")
+        check_height(height, f"c={self.c}, rho={self.rho}, bound={self.bound}, horizon={self.horizon}")
         if capacity > hct.MAX_ROWS:
             raise ValueError(f"horizon: VHCT's node table would need {capacity} rows for T={self.horizon} with "
                              f"c={self.c}, rho={self.rho}, bound={self.bound}, pyxab={self.pyxab} (at most "
@@ -206,7 +210,7 @@ def host_tables(config: VHCTConfig, height: int) -> tuple:
 
 
 @dataclasses.dataclass(frozen=True)
-class VHCTStatic(tree.TreeStatic):
+class VHCTStatic(TreeStatic):
     pyxab: bool = False
 
 
@@ -224,8 +228,8 @@ class VHCTParams(NamedTuple):
 
 def make_static(config: VHCTConfig, objective, tables=None) -> VHCTStatic:
     capacity, height = bounds(config)
-    return tree.make_static(config, objective, capacity, height, cls=VHCTStatic, path=tree.path_of(tables, height),
-                            pyxab=config.pyxab)
+    return tree_static(config, objective, capacity, height, cls=VHCTStatic, path=path_of(tables, height),
+                       pyxab=config.pyxab)
 
 
 def make_params(config: VHCTConfig, tables=None) -> VHCTParams:
@@ -244,7 +248,7 @@ class Stats(NamedTuple):
 
 
 class Choice(NamedTuple):
-    """A descent's choice (tree.Descent's fields), the node's row as the selection read it (its
+    """A descent's choice (Descent's fields), the node's row as the selection read it (its
     count, mean and children do not change before the update), and the tau the selection computed
     for it, which PyXAB's expansion test reads (``pyxab``; 0 otherwise)."""
     node: jax.Array          # () int32
@@ -278,7 +282,7 @@ def _tau(static: VHCTStatic, params: VHCTParams, k, var, depth):
 
 
 def _u_fn(params: VHCTParams, k, var):
-    """U of rows with variance ``var`` (as tree.update_path and tree.refresh call it), PyXAB's order:
+    """U of rows with variance ``var`` (as update_path and refresh_all call it), PyXAB's order:
     (mean + (sqrt(2 c^2 V L / T) + 3 b c^2 L / T)) + nu rho^h."""
     def u(mean, count, depth):
         n = count.astype(mean.dtype)
@@ -294,12 +298,12 @@ def _select(static: VHCTStatic, params: VHCTParams, table, stats: Stats, t):
     def tau(count, v, depth):
         return _tau(static, params, k, _variance(params, stats.m2[v], count), depth)
 
-    node, row, path, length = tree.descend(spec, table, lambda count, v, depth: count >= tau(count, v, depth))
-    stop = tau(row[tree.COUNT], node, length - 1) if static.pyxab else jnp.int32(0)
-    return Choice(node, path, length, row, stop), tree.centre(spec, row)
+    node, row, path, length = descend(spec, table, lambda count, v, depth: count >= tau(count, v, depth))
+    stop = tau(row[COUNT], node, length - 1) if static.pyxab else jnp.int32(0)
+    return Choice(node, path, length, row, stop), centre(spec, row)
 
 
-def _update(static: VHCTStatic, params: VHCTParams, table, stats: Stats, last: tree.Last, t, active):
+def _update(static: VHCTStatic, params: VHCTParams, table, stats: Stats, last: Last, t, active):
     """Round t's update after its selection (and the refresh when t is a power of two)."""
     spec = static.tree
     k = hct._epoch(t)
@@ -307,9 +311,9 @@ def _update(static: VHCTStatic, params: VHCTParams, table, stats: Stats, last: t
     node, depth = choice.node, choice.length - 1
     # The row as the selection read it (one gather fewer): only U and B change in between.
     old = choice.row
-    count = old[tree.COUNT] + 1
-    mean = tree.as_float(spec, old[tree.MEAN])
-    # tree.update_path's running mean, bit for bit.
+    count = old[COUNT] + 1
+    mean = as_float(spec, old[MEAN])
+    # update_path's running mean, bit for bit.
     new_mean = mean + (r - mean) / count.astype(spec.dtype)
     m2 = stats.m2[node] + no_contraction((r - mean) * (r - new_mean))
     var = _variance(params, m2, count)
@@ -323,13 +327,13 @@ def _update(static: VHCTStatic, params: VHCTParams, table, stats: Stats, last: t
             return (count >= tau) & (child < 0)
 
     credited = jnp.arange(spec.path_rows) == depth
-    table, overflow, regrown = tree.update_path(spec, table, choice.path, choice.length, credited, r,
-                                                _u_fn(params, k, var), grow, last.split_u, active=active,
-                                                pending=tuple(stats.pending) if static.pyxab else None)
+    table, overflow, regrown = update_path(spec, table, choice.path, choice.length, credited, r,
+                                           _u_fn(params, k, var), grow, last.split_u, active=active,
+                                           pending=tuple(stats.pending) if static.pyxab else None)
     n = spec.capacity
     if static.pyxab:
         # The replaced children's rows hold fresh nodes: no rewards yet.
-        kid = old[tree.CHILD].astype(jnp.int32)
+        kid = old[CHILD].astype(jnp.int32)
         at = jnp.stack([jnp.where(active, node, n), jnp.where(regrown, kid, n), jnp.where(regrown, kid + 1, n)])
         values = jnp.stack([m2, jnp.zeros_like(m2), jnp.zeros_like(m2)])
         pending = hct.Pending(choice.path, jnp.where(active & regrown, choice.length,
@@ -345,11 +349,11 @@ def _refresh(static: VHCTStatic, params: VHCTParams, k, table, stats: Stats):
     def u(mean, count, depth, m2):
         return _u_fn(params, k, _variance(params, m2, count))(mean, count, depth)
 
-    table = tree.refresh(static.tree, table, u, live=tree.rows_after_updates(k), per_row=(stats.m2,))
+    table = refresh_all(static.tree, table, u, live=rows_after_updates(k), per_row=(stats.m2,))
     return table, stats._replace(pending=stats.pending._replace(length=jnp.int32(0)))
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, refresh=_refresh, init=_init)
+POLICY = TreePolicy(select=_select, update=_update, refresh=_refresh, init=_init)
 
 
 ALGORITHM = family.algorithm("vhct", VHCTConfig, make_static, make_params, POLICY,

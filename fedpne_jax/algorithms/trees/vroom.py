@@ -49,7 +49,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.layout import TreeSpec, box_of
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.counters import threefry_words, unit_floats, unit_floats_52
 from fedpne_jax.core.validation import check_int, check_real
@@ -64,7 +66,7 @@ def levels(horizon: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class VROOMConfig(tree.TreeConfig):
+class VROOMConfig(TreeConfig):
     """VROOM's parameters (PyXAB's names; PyXAB has no default for b and f_max)."""
 
     h_max: int = 100
@@ -93,7 +95,7 @@ class VROOMConfig(tree.TreeConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class VROOMStatic(tree.TreeStatic):
+class VROOMStatic(TreeStatic):
     levels: int = 1          # H
 
 
@@ -137,8 +139,8 @@ def thresholds(levels_: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def make_static(config: VROOMConfig, objective, tables=None) -> VROOMStatic:
-    return tree.make_static(config, objective, 1, levels(config.horizon), cls=VROOMStatic,
-                            levels=levels(config.horizon))
+    return tree_static(config, objective, 1, levels(config.horizon), cls=VROOMStatic,
+                       levels=levels(config.horizon))
 
 
 def make_params(config: VROOMConfig, tables=None) -> VROOMParams:
@@ -170,7 +172,7 @@ def _depths(size: int):
     return 31 - jax.lax.clz(jnp.arange(size, dtype=jnp.int32))
 
 
-def _round_words(key, t, spec: tree.TreeSpec):
+def _round_words(key, t, spec: TreeSpec):
     """Round t's draw: the cell's 64-bit word (high, low) and the point's D uniforms in [0, 1)."""
     d = spec.dim
     if spec.real == "float64":
@@ -180,7 +182,7 @@ def _round_words(key, t, spec: tree.TreeSpec):
     return words[0], words[1], unit_floats(words[2:2 + d])
 
 
-def _split_dims(key, spec: tree.TreeSpec, levels_: int):
+def _split_dims(key, spec: TreeSpec, levels_: int):
     """Split dimension of heap cells 0..2^H - 1: floor(w D / 2^32) of a word each (top 16 bits, as
     the skeleton draws the root's), from counter 0 of VROOM's stream (rounds use t >= 1)."""
     if spec.split != "random" or spec.dim == 1:
@@ -192,7 +194,7 @@ def _split_dims(key, spec: tree.TreeSpec, levels_: int):
 def draws(key, horizon: int, dim: int, split: str = "random", real: str = "float32"):
     """Host copies of one run's random numbers: (split dimension per heap cell (2^H,), the cell
     words (T + 1, 2) uint32 as (high, low), the point uniforms (T + 1, D)) for rounds 1..T + 1."""
-    spec = tree.TreeSpec(capacity=1, height=levels(horizon), dim=dim, split=split, longest_dims=(), real=real)
+    spec = TreeSpec(capacity=1, height=levels(horizon), dim=dim, split=split, longest_dims=(), real=real)
     with jax.enable_x64(real == "float64"):
         stream = jax.random.fold_in(key, STREAM)
         dims = np.asarray(_split_dims(stream, spec, levels(horizon)))
@@ -228,7 +230,7 @@ def _halve(lo, hi, d, upper, do):
 
 def _box(static: VROOMStatic, cells: Cells, table, node, depth):
     """The box of heap cell ``node`` at ``depth``: the root's box halved along the path to it."""
-    root = tree.box_of(static.tree, table.rows[0])
+    root = box_of(static.tree, table.rows[0])
 
     def step(level, box):
         shift = jnp.maximum(depth - level - 1, 0)
@@ -280,7 +282,7 @@ def _better(score_a, a, score_b, b):
     return (score_a > score_b) | ((score_a == score_b) & (a < b))
 
 
-def _update(static: VROOMStatic, params: VROOMParams, table, cells: Cells, last: tree.Last, t, active):
+def _update(static: VROOMStatic, params: VROOMParams, table, cells: Cells, last: Last, t, active):
     """Credit round t's reward to the drawn cell and the cells below it that hold the point, and move
     each of them to its new rank (one cell per depth)."""
     h = static.levels
@@ -334,7 +336,7 @@ def _recommend(static: VROOMStatic, params, table, cells: Cells, last):
     return (lo + hi) / 2
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend, root_expanded=False)
+POLICY = TreePolicy(select=_select, update=_update, init=_init, recommend=_recommend, root_expanded=False)
 
 ALGORITHM = family.algorithm("vroom", VROOMConfig, make_static, make_params, POLICY, Style("VROOM", "#e6550d", "|"))
 run_single = ALGORITHM.run_single

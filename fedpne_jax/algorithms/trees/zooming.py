@@ -46,7 +46,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedpne_jax.algorithms.trees import family, tree
+from fedpne_jax.algorithms.trees import family
+from fedpne_jax.algorithms.trees.layout import TreeSpec, as_bits, as_float, box_of, centre, check_height
+from fedpne_jax.algorithms.trees.partition import halves, split_dim
+from fedpne_jax.algorithms.trees.policy import Last, TreeConfig, TreePolicy, TreeStatic, tree_static
+from fedpne_jax.algorithms.trees.ranking import last_max
 from fedpne_jax.core.algorithm import Style
 from fedpne_jax.core.errors import CapacityError
 from fedpne_jax.core.validation import check_real
@@ -74,7 +78,7 @@ def bounds(horizon: int, nu: float, rho: float) -> tuple[int, int]:
 
 
 @dataclasses.dataclass(frozen=True)
-class ZoomingConfig(tree.TreeConfig):
+class ZoomingConfig(TreeConfig):
     """Zooming's parameters (PyXAB's names and defaults)."""
 
     nu: float = 1.0
@@ -84,7 +88,7 @@ class ZoomingConfig(tree.TreeConfig):
         super().__post_init__()
         check_real("nu", self.nu, low=0.0, high=1e30)
         check_real("rho", self.rho, low=0.0, high=1.0)
-        tree.check_height(self.height, f"nu={self.nu}, rho={self.rho}, horizon={self.horizon}")
+        check_height(self.height, f"nu={self.nu}, rho={self.rho}, horizon={self.horizon}")
 
     @property
     def arms(self) -> int:
@@ -121,7 +125,7 @@ def grow(tables: Tables, failed, allowed: bool, seeds) -> Tables:
 
 
 @dataclasses.dataclass(frozen=True)
-class ZoomingStatic(tree.TreeStatic):
+class ZoomingStatic(TreeStatic):
     arms: int = 2
 
 
@@ -134,8 +138,8 @@ def make_static(config: ZoomingConfig, objective, tables: Tables | None = None) 
     tables = tables or initial_tables([config])
     # The node table holds the root and its two children, whose boxes the first two arms take; the
     # run's nodes and depth are the table's size and height, counted on each split.
-    return tree.make_static(config, objective, 3, config.height, cls=ZoomingStatic,
-                            arms=min(tables.arms, config.arms))
+    return tree_static(config, objective, 3, config.height, cls=ZoomingStatic,
+                       arms=min(tables.arms, config.arms))
 
 
 def make_params(config: ZoomingConfig, tables=None) -> ZoomingParams:
@@ -169,27 +173,27 @@ def _index(mean, pulls, phase):
     return mean + 2 * bonus, bonus
 
 
-def _arm_row(spec: tree.TreeSpec, pulls, mean, depth, box, point):
-    ints = jnp.stack([jnp.asarray(pulls).astype(spec.itype), tree.as_bits(spec, mean),
+def _arm_row(spec: TreeSpec, pulls, mean, depth, box, point):
+    ints = jnp.stack([jnp.asarray(pulls).astype(spec.itype), as_bits(spec, mean),
                       jnp.asarray(depth).astype(spec.itype)])
-    return jnp.concatenate([ints, tree.as_bits(spec, box.reshape(-1)), tree.as_bits(spec, point)])
+    return jnp.concatenate([ints, as_bits(spec, box.reshape(-1)), as_bits(spec, point)])
 
 
-def _point(spec: tree.TreeSpec, rows):
-    return tree.as_float(spec, rows[..., BOX + 2 * spec.dim:])
+def _point(spec: TreeSpec, rows):
+    return as_float(spec, rows[..., BOX + 2 * spec.dim:])
 
 
-def _indices(spec: tree.TreeSpec, rows, count, phase):
+def _indices(spec: TreeSpec, rows, count, phase):
     """Every arm's index at ``phase`` (-inf for the rows no arm has yet)."""
-    index = _index(tree.as_float(spec, rows[:, MEAN]), rows[:, PULLS], phase)[0]
+    index = _index(as_float(spec, rows[:, MEAN]), rows[:, PULLS], phase)[0]
     return jnp.where(jnp.arange(rows.shape[0]) < count, index, -jnp.inf)
 
 
 def _init(static: ZoomingStatic, params, table, key) -> Arms:
     spec = static.tree
     kids = table.rows[1:3]
-    first = jax.vmap(lambda box, point: _arm_row(spec, 0, 0.0, 1, box, point))(tree.box_of(spec, kids),
-                                                                                  tree.centre(spec, kids))
+    first = jax.vmap(lambda box, point: _arm_row(spec, 0, 0.0, 1, box, point))(box_of(spec, kids),
+                                                                               centre(spec, kids))
     rows = jnp.zeros((static.arms, BOX + 3 * spec.dim), spec.itype).at[:2].set(first)
     count = jnp.int32(2)
     return Arms(rows=rows, indices=_indices(spec, rows, count, _phase(0)), made=count)
@@ -197,11 +201,11 @@ def _init(static: ZoomingStatic, params, table, key) -> Arms:
 
 def _select(static: ZoomingStatic, params, table, arms: Arms, t):
     """The arm of largest index after t - 1 rewards."""
-    arm = tree.last_max(arms.indices)[0]
+    arm = last_max(arms.indices)[0]
     return Choice(arm), _point(static.tree, arms.rows[arm])
 
 
-def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, last: tree.Last, t, active):
+def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, last: Last, t, active):
     """Credit round t's reward to its arm, split its cell if its confidence is below the cell's
     smoothness; the indices follow for the next selection."""
     spec = static.tree
@@ -209,15 +213,15 @@ def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, las
     a = last.choice.arm
     row = arms.rows[a]
     n = row[PULLS].astype(jnp.int32)
-    mean = (no_contraction(tree.as_float(spec, row[MEAN]) * n.astype(spec.dtype)) + last.reward) \
+    mean = (no_contraction(as_float(spec, row[MEAN]) * n.astype(spec.dtype)) + last.reward) \
         / (n + 1).astype(spec.dtype)
     n = n + 1
     phase = _phase(t)
     index, bonus = _index(mean, n, phase)
     depth = row[DEPTH].astype(jnp.int32)
     split = active & (bonus <= params.smooth[jnp.minimum(depth, params.smooth.shape[0] - 1)])
-    box = tree.as_float(spec, row[BOX:BOX + 2 * spec.dim]).reshape(2, spec.dim)
-    kids = tree.halves(spec, box, tree.split_dim(spec, depth, last.split_u))                     # (2, 2, D)
+    box = as_float(spec, row[BOX:BOX + 2 * spec.dim]).reshape(2, spec.dim)
+    kids = halves(spec, box, split_dim(spec, depth, last.split_u))                     # (2, 2, D)
     x = _point(spec, row)
     outside = jnp.any((x < kids[:, 0]) | (x > kids[:, 1]), axis=1)                              # (2,)
     # PyXAB's loop over the children: the arm moves to each child that holds its point (the upper
@@ -243,7 +247,7 @@ def _update(static: ZoomingStatic, params: ZoomingParams, table, arms: Arms, las
     return table, Arms(rows=rows, indices=index, made=count), overflow
 
 
-POLICY = tree.TreePolicy(select=_select, update=_update, init=_init, root_expanded=True)
+POLICY = TreePolicy(select=_select, update=_update, init=_init, root_expanded=True)
 
 
 ALGORITHM = dataclasses.replace(family.algorithm("zooming", ZoomingConfig, make_static, make_params, POLICY,
