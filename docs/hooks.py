@@ -21,9 +21,14 @@ import dataclasses
 import json
 import os
 import re
+import sys
 
-BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench")
-PLACEHOLDER = re.compile(r"^<!-- generated: ([\w-]+)((?: [^ ]+)*) -->$", re.M)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "docs", "bench")
+# The site documents the checkout it is built from, installed or not.
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+PLACEHOLDER = re.compile(r"^<!-- generated: ([\w-]+)((?: [^ \n]+)*?) -->$", re.M)
 FAMILIES = {"fedpne": "Fed-PNE", "trees": "X-armed trees", "arms": "grid arms", "gp": "kernels and GPs"}
 
 
@@ -63,13 +68,14 @@ def family(algorithm) -> str:
     return parts[2] if parts[:2] == ["fedpne_jax", "algorithms"] and len(parts) > 2 else "plugin"
 
 
-def gen_algorithms() -> str:
+def gen_algorithms(pages: str = "") -> str:
+    """Every registered algorithm; ``pages``: the algorithm pages' folder relative to the page asking."""
     fp, registry = _registry()
     rows = []
     for name in fp.ALGORITHMS:
         algorithm = registry.get(name)
         fam = family(algorithm)
-        page = f"[{FAMILIES.get(fam, fam)}](../algorithms/{fam}.md)" if fam in FAMILIES else fam
+        page = f"[{FAMILIES.get(fam, fam)}]({pages}{fam}.md)" if fam in FAMILIES else fam
         rows.append((f"`{name}`", registry.label(name), page, "yes" if algorithm.federated else "no",
                      f"`{algorithm.config_type.__name__}`"))
     return _table(("name", "label", "family", "federated (M clients)", "configuration"), rows)
@@ -346,7 +352,17 @@ def gen_bench_files() -> str:
     return _table(("file", "sections", "machine"), rows)
 
 
+def gen_study_times() -> str:
+    """The wall seconds of each study of the gallery run (docs/figures/timing.json, which ``fedpne
+    reproduce`` writes), longest first."""
+    with open(os.path.join(ROOT, "docs", "figures", "timing.json")) as fh:
+        times = json.load(fh)
+    rows = [(f"`{study}`", f"{seconds:.0f}") for study, seconds in sorted(times.items(), key=lambda kv: -kv[1])]
+    return _table(("study", "wall seconds"), rows)
+
+
 GENERATORS = {"algorithms": gen_algorithms, "params": gen_params, "objectives": gen_objectives, "cli": gen_cli,
               "bench-engine": gen_bench_engine, "bench-objectives": gen_bench_objectives,
               "bench-trees": gen_bench_trees, "bench-host-devices": gen_bench_host_devices,
-              "bench-gpu": gen_bench_gpu, "bench-cmdbuf": gen_bench_cmdbuf, "bench-files": gen_bench_files}
+              "bench-gpu": gen_bench_gpu, "bench-cmdbuf": gen_bench_cmdbuf, "bench-files": gen_bench_files,
+              "study-times": gen_study_times}
