@@ -119,7 +119,9 @@ def export_ioh(paths, out: str) -> int:
     docstring); returns the runs written.  Written into a staging folder beside ``out`` and moved
     into place when whole."""
     try:
+        # The classes that ioh re-exports from its extension come from there: its stubs declare them there.
         import ioh
+        from ioh.iohcpp import LogInfo, MetaData, OptimizationType, RealSolution
     except ImportError:
         raise MissingExtra('the IOHprofiler export needs the ioh package: pip install "fedpne-jax[ioh]" '
                            '(or pip install ioh)') from None
@@ -135,7 +137,7 @@ def export_ioh(paths, out: str) -> int:
     os.makedirs(parent, exist_ok=True)
     stage = tempfile.mkdtemp(prefix=".fedpne-ioh-", dir=parent)
     try:
-        runs, folders, taken = 0, {}, set()
+        runs, folders, taken = 0, {}, set[str]()
         for e in entries:
             if e.label not in folders:
                 folders[e.label] = ioh.logger.Analyzer(
@@ -145,12 +147,12 @@ def export_ioh(paths, out: str) -> int:
                 folders[e.label].add_run_attribute("seed", 0.0)
             logger = folders[e.label]
             name, dim = _problem(e)
-            optimum = ioh.RealSolution([0.0] * dim, 0.0)
+            optimum = RealSolution([0.0] * dim, 0.0)
             for i in range(e.runs):
-                logger.attach_problem(ioh.MetaData(ids[name], 1, name, dim, ioh.OptimizationType.MIN))
+                logger.attach_problem(MetaData(ids[name], 1, name, dim, OptimizationType.MIN))
                 logger.set_run_attribute("seed", float(e.seeds[i]) if e.seeds.size else float(i))
                 for evaluations, value in improvements(e, i):
-                    logger.call(ioh.LogInfo(evaluations, value, value, value, value, value, value, [0.0] * dim, [],
+                    logger.call(LogInfo(evaluations, value, value, value, value, value, value, [0.0] * dim, [],
                                             [], optimum, True))
                 logger.reset()
                 runs += 1

@@ -227,7 +227,7 @@ def load_sweep(path: str | os.PathLike, allow_partial: bool = False) -> SweepRes
         for key in data:
             if key.startswith("metric."):
                 shapes.setdefault(key[7:], set()).add((data[key].shape[1:], data[key].dtype.str))
-    metrics = {}
+    metrics: dict[str, np.ndarray | list[np.ndarray | None]] = {}
     for name, kinds in shapes.items():
         if len({len(shape) for shape, _ in kinds}) > 1:
             # Shapes of different rank cannot share one array: one array per configuration instead.

@@ -95,7 +95,9 @@ def pieces(gaps: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
 
 def pack(items: list, sizes: list[int], limit: int) -> list[list]:
     """Consecutive items grouped so that each group's sizes sum to at most ``limit``."""
-    calls, current, used = [], [], 0
+    calls: list[list] = []
+    current: list = []
+    used = 0
     for item, size in zip(items, sizes):
         if current and used + size > limit:
             calls.append(current)

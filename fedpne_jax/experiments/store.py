@@ -32,6 +32,7 @@ import shutil
 import sys
 import time
 import zipfile
+from typing import TextIO
 
 import numpy as np
 
@@ -244,7 +245,7 @@ class Store:
         self.writer = writer
         self.chunks: dict = {}
         self.rejected: list = []      # (file, reason) of every chunk set aside while opening
-        self._lock = None
+        self._lock: TextIO | None = None
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise SweepError(f"results folder {self.path!r} is a file")
         if writer:
@@ -309,12 +310,10 @@ class Store:
         os.makedirs(os.path.join(self.path, CHUNKS), exist_ok=True)
         self._remove_temporaries()
         chunks, index_problem = read_index(self.path, sweep.hash)
-        if chunks is None and rebuild is None:
-            rebuild = f"{os.path.join(self.path, INDEX_FILE)!r} {index_problem}"
-        if rebuild is not None:
-            self._rebuild(rebuild)
-        else:
+        if rebuild is None and chunks is not None:
             self._verify(chunks)
+        else:
+            self._rebuild(rebuild or f"{os.path.join(self.path, INDEX_FILE)!r} {index_problem}")
 
     def _claim(self, problem: str | None) -> bool:
         """For a folder without a sound sweep.json: False if it is new (empty), True if its chunks show

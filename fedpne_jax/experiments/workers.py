@@ -24,6 +24,7 @@ import threading
 import warnings
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Callable
 
 import jax
 
@@ -133,7 +134,7 @@ def _raise_interrupt(signum, frame) -> None:
 
 def _setup() -> dict:
     """What a worker must set to match this process (a spawned interpreter starts from defaults)."""
-    show = warnings.showwarning
+    show: Callable | None = warnings.showwarning
     try:
         pickle.dumps(show)
     except Exception:           # a closure: the worker keeps Python's default
