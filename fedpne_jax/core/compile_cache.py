@@ -5,8 +5,8 @@ Every new process compiles its programs again: a figure rerun after a change to 
 resumed after an interruption, the second `fedpne run` of the same shapes.  JAX can store each
 compiled program and load it the next time the same program is asked for (the key is the lowered
 module, the compile options, the XLA flags, the device kind and JAX's version), so the process
-still traces and lowers, but skips XLA, with every result the same bit for bit (the README's
-"Compilation cache" gives the times).
+still traces and lowers, but skips XLA, with every result the same bit for bit (docs/guides/hosts.md
+gives the times).
 
 Where.  ``$FEDPNE_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/fedpne-jax/xla``, else
 ``~/.cache/fedpne-jax/xla``; ``FEDPNE_COMPILE_CACHE=off`` turns it off.  Inside, one folder per JAX
