@@ -4,8 +4,8 @@ XLA's CPU backend runs a program on one thread, lending a few large operations t
 batch of runs is one program, so on a 2-core machine the second core was mostly idle (a Fed-PNE run
 at M = 100, T = 10^6, 10^4 seeds kept it busy a third of the time).  Declaring the cores as devices
 lets the executor shard the runs over them (fedpne_jax.core.sharding), each core running the same
-program on its block, and a run's numbers do not depend on the devices.  The README's "Devices and
-hosts" gives the times.
+program on its block, and a run's numbers do not depend on the devices.  docs/guides/hosts.md gives
+the times.
 
 A call of few runs stays on one device (``share``): a sharded program takes longer to compile,
 which small calls do not win back.
