@@ -1,6 +1,6 @@
 """Which compiled operations can make a seed's numbers depend on the processor.
 
-Results are promised bit for bit on any x86-64 processor (README, "Reproducibility").  XLA's CPU
+Results are promised bit for bit on any x86-64 processor (docs/concepts/reproducibility.md).  XLA's CPU
 backend generates most code itself, the same on every processor, but a few operations it lowers to
 something that the processor decides at run time:
 
