@@ -5,8 +5,8 @@ on the thread that asks for it, so the galleries' studies (every quick study, an
 and digits studies of 8-10 seeds), run one at a time, leave cores idle: on 2 cores the quick gallery
 kept 1.4 of them busy, the full one 1.7.  Studies are independent sweeps into folders of their own,
 so N processes compute N of them at once, and their numbers do not change: a run's numbers depend on
-its key alone, and every process compiles the same programs (the README's "Figures of the paper"
-gives the times).
+its key alone, and every process compiles the same programs (docs/guides/paper-figures.md gives
+the times).
 
 Workers are spawned, not forked: a forked child would inherit JAX's runtime threads in whatever
 state they were in.  A worker starts as its parent is set up: the same host device count and
