@@ -23,9 +23,7 @@ A round therefore reads one row and writes at most two (the pulled arm's and the
 scatter.  Each arm's index is kept beside the table: only the credited and the new arm's change,
 except when the phase moves (13 times in 10^4 rounds), when every index is recomputed; the phase
 depends on t alone, so that stays a branch under vmap.  The selection is then the last largest
-index, :func:`tree.last_max` of A values.  (Garland, 1,000 runs of T = 10^4 on two cores: 11.6 M
-pulls/s when the cells were rows of a node table and every index was recomputed each round,
-22.1 M now, with the same numbers.)
+index, :func:`tree.last_max` of A values (docs/benchmarks.md gives its rates).
 
 The arm table starts at START_ARMS rows and grows fourfold for the runs that outgrow it (their
 numbers do not depend on its size), up to what the host's bound allows: a split at depth h needs
