@@ -11,6 +11,7 @@ import glob
 import json
 import math
 import os
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -314,7 +315,7 @@ def _heterogeneity(figures, lines, claims):
     lines.append("")
 
 
-def render(figures: dict, skipped: list = (), figure_dir: str = "figures/") -> str:
+def render(figures: dict, skipped: Sequence[str] = (), figure_dir: str = "figures/") -> str:
     """The summary's Markdown; ``figure_dir``: where the PNGs lie relative to the summary file."""
     if not figures:
         note = f" Skipped (written by another version; rerun to refresh): {', '.join(skipped)}." if skipped else ""
@@ -332,7 +333,8 @@ def render(figures: dict, skipped: list = (), figure_dir: str = "figures/") -> s
     if skipped:
         lines += ["", f"Skipped (written by another version; rerun to refresh): {', '.join(skipped)}."]
     lines.append("")
-    body, claims = [], []
+    body: list[str] = []
+    claims: list[tuple[str, str, str]] = []      # (claim, verdict, evidence)
     _regret_tables(figures, body, claims)
     _clients(figures, body, claims)
     _communication(figures, body, claims)

@@ -123,7 +123,7 @@ class FedPNEConfig(NoiseSpec):
     @property
     def dp_sigma2(self) -> float:
         """sigma_dp^2 = 2 log(1.25/delta_dp) / eps^2 (Theorem D.1); 0 without DP."""
-        if not self.dp:
+        if self.dp_epsilon is None or self.dp_delta is None:     # both or neither (__post_init__)
             return 0.0
         return 2.0 * math.log(1.25 / self.dp_delta) / self.dp_epsilon ** 2
 

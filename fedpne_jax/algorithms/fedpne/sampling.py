@@ -209,13 +209,13 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
         if words == 0:                       # no noise: every reward is the value itself
             return Estimate(server_mean(local_c), regret, None, flags, evaluated, gap)
 
-        def block(j, b):
+        def centre_block(j, b):
             lanes = pulls_lib.block_uniforms(key, j, b, M, words, dt)                  # 4 x (words, M, P/4)
             r = [pulls_lib.rewards(kind, params.noise_scale, gauss_var, local_c[j][:, None], u) for u in lanes]
             return pulls_lib.block_sum(r, (pulls_lib.block_offsets(b) < pulls[j])[:, None, :]), (), jnp.int32(0)
 
         rows = jnp.where(complete, jnp.sum(pulls > 0, dtype=jnp.int32), 0)
-        sums, _, _ = pulls_lib.row_sums(rows, blocks, block, jnp.zeros((M,), dt), (), cap)
+        sums, _, _ = pulls_lib.row_sums(rows, blocks, centre_block, jnp.zeros((M,), dt), (), cap)
         counts = jnp.maximum(pulls, 1).astype(dt)
         # The clients' mean sum, then one division, kept apart: dividing each client's sum first (or
         # letting XLA fold the two divisions) compiles to other last bits than the eager run.
@@ -223,7 +223,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
 
     clients = jnp.arange(M, dtype=jnp.int32)
 
-    def block(j, b):
+    def point_block(j, b):
         valid = (pulls_lib.block_offsets(b) < pulls[j])[:, None, :]                  # (4, 1, P/4)
         u = jnp.stack(pulls_lib.block_uniforms(key, j, b, M, words, dt))              # (4, words, M, P/4)
         pts = lower[j] + no_contraction(jnp.moveaxis(u[:, :D], 1, -1) * width[j])      # (4, M, P/4, D)
@@ -245,7 +245,7 @@ def _explicit_estimate(static, params, objective, centre, lower, width, pulls, n
 
     rows = jnp.sum(pulls > 0, dtype=jnp.int32)
     (sums, regret), partial, flags = pulls_lib.row_sums(
-        rows, blocks, block, (jnp.zeros((M,), dt), zero), jnp.zeros(part.shape, dt), cap)
+        rows, blocks, point_block, (jnp.zeros((M,), dt), zero), jnp.zeros(part.shape, dt), cap)
     counts = jnp.maximum(pulls, 1).astype(dt)
     evaluated = jnp.stack([jnp.int32(0), jnp.int32(0), rows * blocks, jnp.int32(0)])      # row_sums' trips
     # Uniform points: the best-so-far regret would need every pull's value in order; not recorded.
