@@ -51,7 +51,7 @@ def sklearn_parts():
 class FieldSVMs:
     """Per-field train / test halves and the AUCs of SVC at (C, gamma), memoised per point."""
 
-    def __init__(self, fields):
+    def __init__(self, fields) -> None:
         self.SVC, self.roc_auc_score = sklearn_parts()
         raw = landmine.load_raw()
         X, y, field, train = raw["X"].astype(np.float64), raw["y"].astype(np.int64), raw["field"], raw["train"]
