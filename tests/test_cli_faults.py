@@ -114,7 +114,7 @@ def no_run(monkeypatch):
     """Fail the test if a run starts: output paths are checked before computing."""
     def run(*args, **kwargs):
         raise AssertionError("the run started although its output cannot be written")
-    monkeypatch.setattr(cli, "run", run)
+    monkeypatch.setattr(cli.run, "run", run)
 
 
 @pytest.mark.parametrize("output, message", [
@@ -154,8 +154,8 @@ def test_read_only_outputs_are_refused(argv, denied, message, tmp_path, no_run, 
     os.makedirs(tmp_path / "ro")
     (tmp_path / "old.json").write_text(OLD)
     _deny_writes(monkeypatch, denied.format(tmp=tmp_path))
-    monkeypatch.setattr(cli, "reproduce", lambda *a, **k: pytest.fail("reproduce started"))
-    monkeypatch.setattr(cli, "run_sweep", lambda *a, **k: pytest.fail("the sweep started"))
+    monkeypatch.setattr(cli.reproduce, "reproduce", lambda *a, **k: pytest.fail("reproduce started"))
+    monkeypatch.setattr(cli.sweep, "run_sweep", lambda *a, **k: pytest.fail("the sweep started"))
     assert main([a.format(tmp=tmp_path) for a in argv]) == 2
     assert f"fedpne: error: {message.format(tmp=tmp_path)}" in capsys.readouterr().err
 
@@ -183,8 +183,8 @@ def test_chmod_read_only_folder(argv, tmp_path, no_run, capsys):
 ])
 def test_output_folders_that_are_files_are_refused(argv, message, tmp_path, monkeypatch, capsys):
     (tmp_path / "file.txt").write_text("x")
-    monkeypatch.setattr(cli, "reproduce", lambda *a, **k: pytest.fail("reproduce started"))
-    monkeypatch.setattr(cli, "run_sweep", lambda *a, **k: pytest.fail("the sweep started"))
+    monkeypatch.setattr(cli.reproduce, "reproduce", lambda *a, **k: pytest.fail("reproduce started"))
+    monkeypatch.setattr(cli.sweep, "run_sweep", lambda *a, **k: pytest.fail("the sweep started"))
     assert main([a.format(tmp=tmp_path) for a in argv]) == 2
     assert f"fedpne: error: {message.format(tmp=tmp_path)}" in capsys.readouterr().err
 
@@ -213,7 +213,7 @@ def test_the_fallback_goes_to_the_temporary_folder_when_the_working_directory_is
     out.mkdir()
     tmp.mkdir()
     monkeypatch.chdir(out)
-    monkeypatch.setattr(cli.tempfile, "gettempdir", lambda: str(tmp))
+    monkeypatch.setattr(cli.run.tempfile, "gettempdir", lambda: str(tmp))
     (out / "fedpne-result-x.json").write_text(OLD)
     full_disk(out)
     assert main(["run", *TINY, "--output", "r.json"]) == 2
@@ -252,7 +252,7 @@ def _interrupt(*args, **kwargs):
      "fedpne: interrupted; finished chunks are kept, rerun the same command to resume"),
 ])
 def test_ctrl_c_exits_130_with_a_message(argv, patched, message, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, patched, _interrupt)
+    monkeypatch.setattr(cli.COMMANDS[argv[0]], patched, _interrupt)
     assert main([a.format(tmp=tmp_path) for a in argv]) == cli.EXIT_INTERRUPTED == 130
     assert capsys.readouterr().err.strip() == message
     assert not os.path.exists(tmp_path / "r.json")

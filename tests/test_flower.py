@@ -248,11 +248,11 @@ def test_a_crashed_server_resumes_from_its_last_step_with_the_same_numbers(deplo
 # ------------------------------------------------------------------ the reply checks alone
 
 def test_run_config_defaults_are_fedpne_runs():
-    from fedpne_jax import cli
+    from fedpne_jax.cli import run as cli_run
     from fedpne_jax.flower import spec
-    assert (spec.DEFAULT_NOISE, spec.DEFAULT_CHECKPOINTS) == (cli.DEFAULT_NOISE, cli.DEFAULT_CHECKPOINTS)
+    assert (spec.DEFAULT_NOISE, spec.DEFAULT_CHECKPOINTS) == (cli_run.DEFAULT_NOISE, cli_run.DEFAULT_CHECKPOINTS)
     problem = spec.problem({"clients": 3, "horizon": 50, "set": "k=3"})
-    assert problem.config == fp.make_config("fedpne", num_clients=3, horizon=50, k=3, noise=cli.DEFAULT_NOISE,
+    assert problem.config == fp.make_config("fedpne", num_clients=3, horizon=50, k=3, noise=cli_run.DEFAULT_NOISE,
                                             checkpoints=50)
     with pytest.raises(ValueError, match="unknown key"):
         spec.problem({"horizn": 5})

@@ -33,7 +33,7 @@ def test_first_ctrl_c_stops_after_the_call_in_flight(capsys):
         return "finished runs"
 
     _interrupt_after(0.3)
-    assert cli.run_interruptibly(compute) == (True, "finished runs")
+    assert cli.run.run_interruptibly(compute) == (True, "finished runs")
     err = capsys.readouterr().err
     assert "stopping after the call in flight (10 of 100 runs are done; a call takes about 0.5 s" in err
     assert "press Ctrl-C again to exit now" in err
@@ -46,10 +46,10 @@ def test_second_ctrl_c_exits_at_once(capsys, monkeypatch):
         codes.append(code)
         release.set()
 
-    monkeypatch.setattr(cli.os, "_exit", exit_now)
-    _interrupt_after(0.3, 1.5 * cli.REPEAT_SECONDS)
+    monkeypatch.setattr(cli.run.os, "_exit", exit_now)
+    _interrupt_after(0.3, 1.5 * cli.run.REPEAT_SECONDS)
     start = time.monotonic()
-    cli.run_interruptibly(lambda stop, progress: release.wait(30))
+    cli.run.run_interruptibly(lambda stop, progress: release.wait(30))
     assert codes == [130] and time.monotonic() - start < 10
     assert "interrupted; no result was written; exiting now" in capsys.readouterr().err
 
@@ -58,7 +58,7 @@ def test_a_doubled_signal_is_one_request(capsys, monkeypatch):
     """`timeout -s INT` and some terminals deliver one Ctrl-C as two SIGINTs: the second, this soon
     after the first, must not discard the runs that finished."""
     codes = []
-    monkeypatch.setattr(cli.os, "_exit", codes.append)
+    monkeypatch.setattr(cli.run.os, "_exit", codes.append)
 
     def compute(stop, progress):
         while not stop():
@@ -67,7 +67,7 @@ def test_a_doubled_signal_is_one_request(capsys, monkeypatch):
         return "finished runs"
 
     _interrupt_after(0.3, 0.05)
-    assert cli.run_interruptibly(compute) == (True, "finished runs")
+    assert cli.run.run_interruptibly(compute) == (True, "finished runs")
     assert codes == [] and "exiting now" not in capsys.readouterr().err
 
 

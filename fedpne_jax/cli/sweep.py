@@ -1,0 +1,73 @@
+"""``fedpne sweep``: a sweep (objectives x algorithms x M x T x grid x seeds) run into a results folder;
+a rerun resumes it.
+"""
+from __future__ import annotations
+
+import sys
+
+import jax
+
+from fedpne_jax.cli.common import Defaults, check_output_folder, device_options, devices, plugin_option
+from fedpne_jax.experiments import sweep as sweep_lib
+from fedpne_jax.experiments.load import load_sweep
+from fedpne_jax.experiments.runner import run_sweep
+
+NAME = "sweep"
+INTERRUPTED = "interrupted; finished chunks are kept, rerun the same command to resume"
+
+
+def add_parser(sub):
+    p = sub.add_parser("sweep", help="run a sweep (objectives x algorithms x M x T x grid x seeds) into a folder",
+                       formatter_class=Defaults,
+                       description="Run a sweep described by a TOML/JSON file (see fedpne_jax.experiments.sweep) and/or the "
+                                   "options below into a results folder; rerunning finishes an interrupted sweep.")
+    p.add_argument("file", nargs="?", default=None, help="sweep definition (.toml or .json)")
+    p.add_argument("--out", required=True, help="results folder (created; a rerun resumes it)")
+    p.add_argument("--memory-gb", type=float, default=2.0,
+                   help="memory budget per device for one call's XLA buffers; sizes the chunks")
+    p.add_argument("--chunk-runs", type=int, default=None, help="runs per call instead of sizing from --memory-gb")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true",
+                   help="discard results of a different definition in --out instead of refusing")
+    p.add_argument("--repair", action="store_true",
+                   help="rebuild index.json from the chunk files that verify (keeps chunks written but never "
+                        "indexed); a missing or damaged index is rebuilt anyway")
+    p.add_argument("--objectives", default=None, help="comma-separated, e.g. garland,doublesine")
+    p.add_argument("--algorithms", default=None, help="comma-separated, e.g. fedpne")
+    p.add_argument("--clients", default=None, help="comma-separated M values")
+    p.add_argument("--horizon", default=None, help="comma-separated T values")
+    p.add_argument("--seeds", type=int, default=None, help="number of seeds")
+    p.add_argument("--seed", type=int, default=None, help="base seed")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a fixed parameter (repeatable)")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="a swept parameter (repeatable; the product is swept)")
+    p.add_argument("--share-programs", action="store_true",
+                   help="the sweep's BBOB functions share one compiled program per algorithm and dimension (the "
+                        "file's share_programs = true; values within 2 float32 ulps of separate programs)")
+    plugin_option(p)
+    device_options(p)
+    return p
+
+
+def command(args) -> int:
+    check_output_folder("--out", args.out)
+    if args.file is None and args.objectives is None:
+        raise ValueError("sweep: give a sweep file (TOML or JSON) or at least --objectives; nothing would be "
+                         "swept but the defaults (garland, fedpne, 100 seeds)")
+    base = sweep_lib.read(args.file) if args.file else None
+    raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
+                                 horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
+                                 grid=args.grid, base=base, plugins=args.plugin,
+                                 share_programs=args.share_programs or None)
+    report = run_sweep(raw, args.out, memory_gb=args.memory_gb, devices=devices(args.devices),
+                       progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite,
+                       repair=args.repair)
+    if jax.process_index() == 0:
+        for warning in report.warnings:
+            print(f"fedpne: warning: {warning}", file=sys.stderr)
+        print(report.summary())
+        if report.configs <= 50:
+            print(load_sweep(args.out).table())
+        else:
+            print(f"read the results with fedpne_jax.load_sweep({args.out!r})")
+    return 0
