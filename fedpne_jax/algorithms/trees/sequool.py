@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -148,9 +148,9 @@ class SequOOLConfig(TreeConfig):
         return self.horizon + 2
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)     # kw_only: a field without default after TreeStatic's
 class SequOOLStatic(TreeStatic):
-    schedule: Schedule | None = None
+    schedule: Schedule
 
 
 class SequOOLParams(NamedTuple):
@@ -216,7 +216,8 @@ def _update(static: SequOOLStatic, params, table, extra: Extra, last: Last, t, a
     # rounded up), so that a run's sorts cost about its node count, not depths x the widest depth.
     sizes = plan.sort_sizes
     branch = jnp.where(starts & (j == 0), jnp.asarray((0,) + plan.sort_branch, jnp.int32)[depth], 0)
-    sorts = [functools.partial(_sorted_depth, static, table, depth, node, last.reward, size) for size in sizes]
+    sorts: list[Callable[[], jax.Array]] = [
+        functools.partial(_sorted_depth, static, table, depth, node, last.reward, size) for size in sizes]
     order = jax.lax.switch(branch, [lambda: extra.order] + sorts)
     target = order[jnp.clip(j, 0, order.size - 1)]
     grow = active & starts

@@ -219,9 +219,9 @@ class StroquOOLConfig(TreeConfig):
         return 3 + 2 * schedule(self.horizon).openings
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)     # kw_only: a field without default after TreeStatic's
 class StroquOOLStatic(TreeStatic):
-    schedule: Schedule | None = None
+    schedule: Schedule
 
 
 class StroquOOLParams(NamedTuple):
