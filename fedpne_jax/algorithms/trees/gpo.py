@@ -50,11 +50,9 @@ update, as the base alone; a round that evaluates a held point (half of them) co
 the round's kind is the same in every run of a batch and so is a branch, not a select.  The base's
 refreshes at s = 2^k touch only the rows its young tree can hold (tree.refresh).  Instances with
 rho near 1 have height bounds of 28-33 (the path buffers' rows), while their trees reach depth 16 at
-T = 10^4: the buffers start at half the bound (tree.PathTables), which made a PCT round 30 % cheaper.
-Per run and round at T = 10^4, 1,000 seeds, rho_max = 0.9, on one device of a 2-core AMD EPYC, before
-that: about 1.0 us over HCT (1.7 us when every round descended and every refresh swept the whole
-table), 1.6-1.9 us over VHCT (3.1 us), against 0.4 us for HCT alone with rho = 0.5.  ``nodes`` and
-``depth`` are those of the last instance's tree.
+T = 10^4: the buffers start at half the bound (tree.PathTables), which a run outgrowing them reruns
+with the whole bound.  Its rates: docs/benchmarks.md.  ``nodes`` and ``depth`` are those of the last
+instance's tree.
 """
 from __future__ import annotations
 
