@@ -13,7 +13,7 @@ import pytest
 from fedpne_jax import cli
 from fedpne_jax.cli import main
 from fedpne_jax.core.result import RunResult
-from fedpne_jax.paper import figures, summary
+from fedpne_jax.paper import studies, summary
 from fedpne_jax.paper.reproduce import TIMING, reproduce
 from tests.support.read_only import read_only_folder
 
@@ -298,10 +298,10 @@ def test_set_alone_still_sets_the_parameter(tmp_path):
 
 
 def test_overwrite_restarts_a_studys_time(tmp_path, monkeypatch):
-    study = figures.STUDIES["sensitivity"]
-    tiny = dataclasses.replace(study, quick=figures.Size((50,), 2, (2,)),
+    study = studies.STUDIES["sensitivity"]
+    tiny = dataclasses.replace(study, quick=studies.Size((50,), 2, (2,)),
                                grid={"fedpne": {"c": (0.1, 0.2), "rho": (0.5,)}})
-    monkeypatch.setitem(figures.STUDIES, "sensitivity", tiny)
+    monkeypatch.setitem(studies.STUDIES, "sensitivity", tiny)
     out = str(tmp_path / "results")
     timing = os.path.join(out, "quick", TIMING)
     quiet = dict(out=out, quick=True, progress=False, plot=False, log=lambda *_: None)

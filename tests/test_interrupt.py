@@ -15,6 +15,7 @@ import fedpne_jax as fp
 from fedpne_jax import cli
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.paper import figures
+from fedpne_jax.paper.studies import STUDIES
 
 
 def _interrupt_after(*delays):
@@ -141,7 +142,7 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum
     kept = {p: p.stat().st_mtime_ns for p in sweeps.glob("*/chunks/*.npz")}
     # One chunk per configuration here: the workers stopped mid-study, not after their studies.
     studies = figures.studies_of(["fig6", "arms"])
-    assert 0 < len(kept) < sum(len(sweep_lib.load(figures.STUDIES[s].definition(quick=True)).entries) for s in studies)
+    assert 0 < len(kept) < sum(len(sweep_lib.load(STUDIES[s].definition(quick=True)).entries) for s in studies)
     rerun = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())

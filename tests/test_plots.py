@@ -12,8 +12,12 @@ from PIL import Image
 
 from fedpne_jax.cli import main
 from fedpne_jax.core import registry
+from fedpne_jax.experiments import plot as results_plot
 from fedpne_jax.experiments.load import SweepResults
-from fedpne_jax.paper import figures, plot
+from fedpne_jax.paper import figures, studies
+from fedpne_jax.plotting import labels as plot_labels
+from fedpne_jax.plotting import render as plot_render
+from fedpne_jax.plotting import style as plot_style
 from tests.support import fake_sweeps
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -45,15 +49,15 @@ def fake_results(study: str, seed: int) -> SweepResults:
 
 @pytest.fixture(scope="module")
 def results():
-    return {s: fake_results(s, i) for i, s in enumerate(figures.STUDIES)}
+    return {s: fake_results(s, i) for i, s in enumerate(studies.STUDIES)}
 
 
 @pytest.fixture
 def rendered():
     """Figures rendered by a test, closed after it."""
     out = []
-    yield lambda figure: out.append(plot.render(figure)) or out[-1]
-    plt = plot.pyplot()
+    yield lambda figure: out.append(plot_render.render(figure)) or out[-1]
+    plt = plot_style.pyplot()
     for fig in out:
         plt.close(fig)
 
@@ -129,17 +133,17 @@ def test_plot_writes_a_paper_sized_png(tmp_path, capsys):
     out = str(tmp_path / "curves.png")
     assert main(["plot", *six_runs(tmp_path), "--out", out]) == 0
     (width, height), dpi = png_size_and_dpi(out)
-    assert plot.PLOT_SIZE == (7.0, 3.0) and plot.DPI >= 150
+    assert results_plot.PLOT_SIZE == (7.0, 3.0) and plot_style.DPI >= 150
     # The canvas is exactly the figure's size: 7.0 x 3.0 in at 300 dpi, nothing cropped or padded.
-    assert (width, height) == (round(7.0 * plot.DPI), round(3.0 * plot.DPI))
-    assert dpi is not None and dpi[0] == pytest.approx(plot.DPI, abs=0.5)
+    assert (width, height) == (round(7.0 * plot_style.DPI), round(3.0 * plot_style.DPI))
+    assert dpi is not None and dpi[0] == pytest.approx(plot_style.DPI, abs=0.5)
 
 
 @pytest.mark.parametrize("name", figures.NAMES)
 def test_gallery_figures_are_paper_sized_with_every_text_inside(name, results, tmp_path, monkeypatch):
-    fig = plot.render(figures.build(name, results))
+    fig = plot_render.render(figures.build(name, results))
     try:
-        out = plot.save(fig, str(tmp_path / f"{name}.png"))
+        out = plot_render.save(fig, str(tmp_path / f"{name}.png"))
         width, height = fig.get_size_inches()
         assert width in (figures.FULL_WIDTH, figures.COLUMN_WIDTH) and 1.5 <= height <= 9.0
         size, dpi = png_size_and_dpi(out)
@@ -150,24 +154,24 @@ def test_gallery_figures_are_paper_sized_with_every_text_inside(name, results, t
             for ax in data_axes(fig):
                 assert under(box, ax) == 0, (name, ax.get_title())
     finally:
-        plot.pyplot().close(fig)
+        plot_style.pyplot().close(fig)
 
 
 def test_long_title_labels_and_names_stay_inside_the_canvas(tmp_path, rendered, monkeypatch):
     names = ["a-plugin-algorithm-with-a-name-far-longer-than-any-registered-one-" + c for c in "abcdefg"]
     paths = [write_run(tmp_path, f"{n}.json", n, "garland", (i + 1) * np.sqrt(ROUNDS)) for i, n in enumerate(names)]
-    figure = plot.results_figure(paths, title="A title that goes on " * 20)
+    figure = results_plot.results_figure(paths, title="A title that goes on " * 20)
     fig = rendered(figure)
     assert_inside_canvas(fig, monkeypatch)
-    assert tuple(fig.get_size_inches()) == plot.PLOT_SIZE
+    assert tuple(fig.get_size_inches()) == results_plot.PLOT_SIZE
 
 
 def test_a_legend_too_long_for_three_inches_makes_the_figure_taller(tmp_path, rendered, monkeypatch):
     paths = [write_run(tmp_path, f"r{i}.json", "fedpne", "garland", np.sqrt(ROUNDS) + i, c=0.01 * (i + 1))
              for i in range(30)]
-    fig = rendered(plot.results_figure(paths))
+    fig = rendered(results_plot.results_figure(paths))
     width, height = fig.get_size_inches()
-    assert width == plot.PLOT_SIZE[0] and height > plot.PLOT_SIZE[1]
+    assert width == results_plot.PLOT_SIZE[0] and height > results_plot.PLOT_SIZE[1]
     assert_inside_canvas(fig, monkeypatch)
 
 
@@ -177,7 +181,7 @@ def test_a_legend_too_long_for_three_inches_makes_the_figure_taller(tmp_path, re
 def test_legend_is_outside_the_axes_beyond_four_series(count, tmp_path, rendered):
     paths = [write_run(tmp_path, f"r{i}.json", "fedpne", "garland", (i + 1) * np.sqrt(ROUNDS), c=0.1 * (i + 1))
              for i in range(count)]
-    fig = rendered(plot.results_figure(paths))
+    fig = rendered(results_plot.results_figure(paths))
     fig.canvas.draw()
     (ax,) = fig.axes
     legend, axes_box = ax.get_legend().get_window_extent(), ax.get_window_extent()
@@ -193,7 +197,7 @@ def test_a_short_legend_sits_in_a_free_corner(count, shape, tmp_path, rendered):
     base = np.sqrt(ROUNDS) if shape == "rising" else np.sqrt(ROUNDS[-1]) - np.sqrt(ROUNDS) + 1
     paths = [write_run(tmp_path, f"r{i}.json", "hct", "garland", base * (1 + 0.1 * i), c=0.1 * (i + 1))
              for i in range(count)]
-    fig = rendered(plot.results_figure(paths))
+    fig = rendered(results_plot.results_figure(paths))
     fig.canvas.draw()
     (ax,) = fig.axes
     legend = ax.get_legend().get_window_extent()
@@ -208,13 +212,13 @@ def test_panels_sharing_a_long_legend_get_one_under_them(results, rendered):
     assert [ax.get_legend() for ax in fig.axes] == [None] * len(fig.axes) and len(fig.legends) == 1
     box = fig.legends[0].get_window_extent()
     assert all(box.y1 < ax.get_window_extent().y0 for ax in fig.axes)
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == [registry.label(a) for a in figures.COMPARED]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [registry.label(a) for a in studies.COMPARED]
 
 
 # ------------------------------------------------------------------------------------------------ colours
 
 def test_one_colour_per_algorithm_across_objectives(tmp_path, rendered):
-    styles = line_styles(rendered(plot.results_figure(six_runs(tmp_path))))
+    styles = line_styles(rendered(results_plot.results_figure(six_runs(tmp_path))))
     assert len(styles) == 6
     by_algorithm = {}
     for label, (colour, dash) in styles.items():
@@ -234,8 +238,8 @@ def test_unknown_names_take_palette_colours_in_order_of_appearance(tmp_path, ren
     a = write_run(tmp_path, "a.json", "mystery-a", curve=np.sqrt(ROUNDS))
     b = write_run(tmp_path, "b.json", "mystery-b", curve=2 * np.sqrt(ROUNDS))
     fed = write_run(tmp_path, "f.json", "fedpne", curve=3 * np.sqrt(ROUNDS))
-    first = line_styles(rendered(plot.results_figure([a, fed, b])))
-    second = line_styles(rendered(plot.results_figure([b, fed, a])))
+    first = line_styles(rendered(results_plot.results_figure([a, fed, b])))
+    second = line_styles(rendered(results_plot.results_figure([b, fed, a])))
     colour = lambda styles, name: next(c for label, (c, _) in styles.items() if label.startswith(name))
     assert colour(first, "Fed-PNE") == colour(second, "Fed-PNE") == registry_colour("fedpne")
     assert colour(first, "mystery-a") != colour(first, "mystery-b")
@@ -266,7 +270,7 @@ def legend_texts(fig) -> list:
 def test_distinct_inputs_get_distinct_labels(tmp_path, rendered):
     by_config = [write_run(tmp_path, f"c{c}.json", "fedpne", curve=np.sqrt(ROUNDS) * c * 10, c=c) for c in (0.1, 0.5)]
     by_file = [write_run(tmp_path, f"{n}.json", "hct", curve=np.sqrt(ROUNDS) * k) for k, n in [(2, "first"), (3, "second")]]
-    figure = plot.results_figure(by_config + by_file)
+    figure = results_plot.results_figure(by_config + by_file)
     before = [s["label"] for s in figure["panels"][0]["series"]]
     labels = legend_texts(rendered(figure))
     assert len(set(before)) == 2 and len(set(labels)) == 4
@@ -277,7 +281,7 @@ def test_distinct_inputs_get_distinct_labels(tmp_path, rendered):
 
 def test_same_file_twice_still_gets_two_labels(tmp_path, rendered):
     path = write_run(tmp_path, "run.json", "fedpne")
-    labels = legend_texts(rendered(plot.results_figure([path, path])))
+    labels = legend_texts(rendered(results_plot.results_figure([path, path])))
     assert len(set(labels)) == 2 and all("run.json" in label for label in labels)
 
 
@@ -285,7 +289,7 @@ def test_distinct_labels_prefers_config_values_over_files():
     series = [{"label": "X", "config": {"objective": "garland", "horizon": 100, "c": 0.1}, "source": "/a/r.json"},
               {"label": "X", "config": {"objective": "garland", "horizon": 200, "c": 0.1}, "source": "/b/r.json"},
               {"label": "Y", "config": {}, "source": "/c/r.json"}]
-    plot.distinct_labels(series)
+    plot_labels.distinct_labels(series)
     assert [s["label"] for s in series] == ["X (horizon=100)", "X (horizon=200)", "Y"]
 
 
@@ -325,8 +329,8 @@ def test_a_sweeps_configurations_get_shades_and_labels_of_what_differs_for_them(
     fake = SimpleNamespace(configs=configs, algorithms=[c["algorithm"] for c in configs],
                            done=[np.ones(3, bool)] * len(configs), checkpoints=[ROUNDS] * len(configs),
                            curves=[np.outer(np.arange(1, 4), ROUNDS) * (i + 1) for i in range(len(configs))])
-    monkeypatch.setattr(plot, "load_sweep", lambda path, allow_partial: fake)
-    styles = line_styles(rendered(plot.results_figure([str(tmp_path)])))
+    monkeypatch.setattr(results_plot, "load_sweep", lambda path, allow_partial: fake)
+    styles = line_styles(rendered(results_plot.results_figure([str(tmp_path)])))
     fed = {label: colour for label, (colour, _) in styles.items() if label.startswith("Fed-PNE")}
     assert len(fed) == 9 and len(set(fed.values())) == 9
     assert all("nu=" not in label and "c=" in label and "rho=" in label for label in fed)

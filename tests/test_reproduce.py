@@ -15,9 +15,9 @@ from fedpne_jax.core.registry import label
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments import workers
 from fedpne_jax.experiments.store import write_json
-from fedpne_jax.paper import figures, summary
-from fedpne_jax.paper.plot import draw
+from fedpne_jax.paper import figures, studies, summary
 from fedpne_jax.paper.reproduce import reproduce, resolve
+from fedpne_jax.plotting.render import draw
 from tests.support.fake_sweeps import fake_results
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -42,14 +42,14 @@ def test_quick_figure_png_and_data_equal_the_runs(quick):
         png = fh.read()
     assert png.startswith(PNG) and len(png) > 10_000
     rows = read_csv(os.path.join(quick, "figures", "sensitivity.csv"))
-    study = figures.STUDIES["sensitivity"]
+    study = studies.STUDIES["sensitivity"]
     grid = study.grid["fedpne"]
     assert len(rows) == len(grid["c"]) * len(grid["rho"])
     # Two cells rerun on their own with fp.run: the file holds exactly their numbers.
     objective = objectives.make_objective("garland", num_clients=10, heterogeneity="shift", seed=0)
     for c, rho in [(0.1, 0.5), (2.0, 0.3)]:
         config = fp.FedPNEConfig(num_clients=10, horizon=study.quick.horizon[0], c=c, rho=rho,
-                                 noise=figures.NOISE, checkpoints=20)
+                                 noise=studies.NOISE, checkpoints=20)
         result = fp.run(config, objective, seeds=study.quick.seeds)
         row = next(r for r in rows if float(r["x"]) == c and r["series"] == f"ρ = {rho:g}")
         assert float(row["mean"]) == result.final_regret.mean()
@@ -146,7 +146,7 @@ def test_trend_verdicts(points, decreasing, verdict):
 
 
 def test_every_figure_builds_draws_and_summarises(tmp_path):
-    results = {s: fake_results(s, i) for i, s in enumerate(figures.STUDIES)}
+    results = {s: fake_results(s, i) for i, s in enumerate(studies.STUDIES)}
     os.makedirs(tmp_path / "figures")
     for name in figures.NAMES:
         data = figures.build(name, results)
@@ -162,16 +162,16 @@ def test_every_figure_builds_draws_and_summarises(tmp_path):
     assert panel["series"][0]["mean"] == [100.0 + j for j in res.find(objective="covid")]
     # The BBOB figure: one panel per function and dimension, each with Fed-PNE, HCT and BBO.
     bbob = json.load(open(tmp_path / "figures" / "bbob.json"))
-    assert len(bbob["panels"]) == len(figures.BBOB) == 8
+    assert len(bbob["panels"]) == len(studies.BBOB) == 8
     assert all([s["key"] for s in p["series"]] == ["fedpne", "hct", "bbo"] for p in bbob["panels"])
     # The X-armed gallery: one panel per problem, each with Fed-PNE and the whole family.
     xarmed = json.load(open(tmp_path / "figures" / "xarmed.json"))
     assert len(xarmed["panels"]) == 7
-    assert all([s["key"] for s in p["series"]] == ["fedpne", *figures.XARMED] for p in xarmed["panels"])
+    assert all([s["key"] for s in p["series"]] == ["fedpne", *studies.XARMED] for p in xarmed["panels"])
     # fig3's Garland panel holds each compared algorithm once, with its study's final regrets.
     fig3 = json.load(open(tmp_path / "figures" / "fig3.json"))
     garland = fig3["panels"][0]
-    assert [s["key"] for s in garland["series"]] == list(figures.COMPARED)
+    assert [s["key"] for s in garland["series"]] == list(studies.COMPARED)
     hct = results["compare-synthetic"].find(objective="garland", algorithm="hct")[0]
     assert garland["series"][1]["final"]["mean"] == results["compare-synthetic"].final_regret[hct].mean()
     text = open(summary.write(str(tmp_path))).read()
@@ -207,19 +207,19 @@ def test_slope_recovers_a_power_law():
 
 
 def test_every_study_is_a_valid_sweep():
-    for study in figures.STUDIES.values():
+    for study in studies.STUDIES.values():
         full, quick = (sweep_lib.load(study.definition(q)) for q in (False, True))
         assert quick.num_runs < full.num_runs, study.name
         assert max(study.quick.horizon) <= max(study.full.horizon)
         assert sweep_lib.load(study.definition(True, seeds=3)).definition["seeds"] == 3
     for name in ("compare-synthetic", "compare-covid", "clients-synthetic", "horizons-synthetic", "sensitivity"):
-        assert figures.STUDIES[name].full.seeds >= 100
-    assert set(figures.studies_of(figures.NAMES)) == set(figures.STUDIES)
+        assert studies.STUDIES[name].full.seeds >= 100
+    assert set(figures.studies_of(figures.NAMES)) == set(studies.STUDIES)
     # Studies that share panels run the same horizons (final regrets are compared across a panel).
     for a, b in [("compare-synthetic", "compare-synthetic-fnucb"), ("compare-covid", "compare-covid-fnucb"),
                  ("heterogeneity", "heterogeneity-bbo")]:
         for mode in ("full", "quick"):
-            assert getattr(figures.STUDIES[a], mode).horizon == getattr(figures.STUDIES[b], mode).horizon
+            assert getattr(studies.STUDIES[a], mode).horizon == getattr(studies.STUDIES[b], mode).horizon
 
 
 def test_sweep_objective_amplitude():
@@ -283,7 +283,7 @@ def test_without_matplotlib_data_are_still_written(quick, tmp_path, monkeypatch,
     import shutil
 
     from fedpne_jax.core.errors import MissingExtra
-    from fedpne_jax.paper import plot
+    from fedpne_jax.plotting import render as plot
 
     def missing():
         raise MissingExtra('plots need matplotlib: pip install "fedpne-jax[plot]" (or pip install matplotlib)')
@@ -307,9 +307,9 @@ def test_changed_study_is_refused_unless_overwrite(quick, tmp_path, monkeypatch)
 
     out = str(tmp_path / "results")
     shutil.copytree(os.path.dirname(quick), out)
-    study = figures.STUDIES["sensitivity"]
-    smaller = dataclasses.replace(study, quick=figures.Size(study.quick.horizon, 3))
-    monkeypatch.setitem(figures.STUDIES, "sensitivity", smaller)
+    study = studies.STUDIES["sensitivity"]
+    smaller = dataclasses.replace(study, quick=studies.Size(study.quick.horizon, 3))
+    monkeypatch.setitem(studies.STUDIES, "sensitivity", smaller)
     with pytest.raises(sweep_lib.SweepError, match="--overwrite"):
         reproduce("sensitivity", out=out, quick=True, progress=False, plot=False, log=lambda *_: None)
     reproduce("sensitivity", out=out, quick=True, progress=False, plot=False, overwrite=True, log=lambda *_: None)
@@ -360,12 +360,12 @@ def test_jobs_auto_is_one_per_core_on_a_cpu_and_one_on_an_accelerator(monkeypatc
 
 
 def _tiny_studies(monkeypatch, seeds=2):
-    study = figures.STUDIES["sensitivity"]
-    monkeypatch.setitem(figures.STUDIES, "sensitivity", dataclasses.replace(
-        study, quick=figures.Size((50,), seeds, (2,)), grid={"fedpne": {"c": (0.1, 0.2), "rho": (0.5,)}}))
-    study = figures.STUDIES["arms"]
-    monkeypatch.setitem(figures.STUDIES, "arms", dataclasses.replace(
-        study, quick=figures.Size((50,), seeds, (2,)), quick_grid={"fed1ucb": {"arms": (10, 30)}}))
+    study = studies.STUDIES["sensitivity"]
+    monkeypatch.setitem(studies.STUDIES, "sensitivity", dataclasses.replace(
+        study, quick=studies.Size((50,), seeds, (2,)), grid={"fedpne": {"c": (0.1, 0.2), "rho": (0.5,)}}))
+    study = studies.STUDIES["arms"]
+    monkeypatch.setitem(studies.STUDIES, "arms", dataclasses.replace(
+        study, quick=studies.Size((50,), seeds, (2,)), quick_grid={"fed1ucb": {"arms": (10, 30)}}))
 
 
 def _arrays(folder):

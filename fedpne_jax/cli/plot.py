@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fedpne_jax.cli.common import Defaults, check_output_file
-from fedpne_jax.paper.plot import plot_results
+from fedpne_jax.experiments.plot import plot_results
 
 NAME = "plot"
 INTERRUPTED = "interrupted"

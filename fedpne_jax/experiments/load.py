@@ -30,8 +30,7 @@ from fedpne_jax.experiments.store import (
     verify_chunk,
 )
 from fedpne_jax.experiments.sweep import SweepError
-
-LABEL_ORDER = ["objective", "algorithm", "num_clients", "horizon"]
+from fedpne_jax.plotting.labels import LABEL_ORDER
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,8 +19,8 @@ import numpy as np
 from fedpne_jax.core.errors import MissingExtra
 from fedpne_jax.core.files import write_atomic
 from fedpne_jax.experiments import analysis
-from fedpne_jax.paper.figures import FULL_WIDTH
-from fedpne_jax.paper.plot import draw
+from fedpne_jax.plotting.render import draw
+from fedpne_jax.plotting.style import FULL_WIDTH
 
 ECDF_POINTS = 60          # budgets per ECDF, log-spaced from round 1 to the longest horizon
 
@@ -65,7 +65,8 @@ def ecdf_figure(entries) -> tuple[dict, list[dict]]:
     the same, as COCO aggregates over functions)."""
     budgets = _budget_grid(entries)
     problems = sorted({e.problem for e in entries})
-    panels, rows, pooled = [], [], {}
+    panels, rows = [], []
+    pooled: dict = {}
     for problem in problems:
         series = []
         for e in (e for e in entries if e.problem == problem):

@@ -35,8 +35,9 @@ from fedpne_jax.experiments.report import report as benchmark_report
 from fedpne_jax.experiments.runner import run_sweep
 from fedpne_jax.experiments.store import read_json
 from fedpne_jax.paper import figures as figs
-from fedpne_jax.paper import plot as plotting
 from fedpne_jax.paper import summary
+from fedpne_jax.paper.studies import STUDIES
+from fedpne_jax.plotting import render as plotting
 
 
 def folder(out: str, quick: bool, seeds: int | None) -> str:
@@ -63,7 +64,7 @@ def expected_minutes(names, seeds: int | None = None) -> float:
     twice the wall time of ``--jobs 2``), scaled to ``seeds`` (studies shared by figures counted once)."""
     total = 0.0
     for s in figs.studies_of(names):
-        study = figs.STUDIES[s]
+        study = STUDIES[s]
         total += study.minutes * (1.0 if seeds is None else seeds / study.full.seeds)
     return total
 
@@ -93,7 +94,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
     selected = sharding.select_devices(devices)
     jobs = workers.check_jobs(jobs, selected)
     studies = figs.studies_of(names)
-    raw = {s: figs.STUDIES[s].definition(quick, seeds) for s in studies}
+    raw = {s: STUDIES[s].definition(quick, seeds) for s in studies}
     # A bad definition must fail now, not after hours of other studies.
     definitions = {s: sweep_lib.load(raw[s]) for s in studies}
     if plot:
@@ -137,7 +138,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
                                       progress=progress, label=study, overwrite=overwrite))
     else:
         # Longest first, so that the last study to start is a short one.
-        order = sorted(studies, key=lambda s: -figs.STUDIES[s].minutes)
+        order = sorted(studies, key=lambda s: -STUDIES[s].minutes)
         with workers.Workers(jobs) as pool:
             pending = {pool.submit(raw[s], sweep_folder(s), memory_gb=memory_gb, devices=len(selected),
                                    progress=False, label=s, overwrite=overwrite): s for s in order}

@@ -5,13 +5,13 @@ import numpy as np
 
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import SweepResults
-from fedpne_jax.paper import figures
+from fedpne_jax.paper import studies
 
 
 def fake_results(study: str, seed: int = 0, quick: bool = True) -> SweepResults:
     """A study's SweepResults (its quick or full definition) with made-up numbers.  Final regret of
     configuration i is 10 + i plus seed noise; uploads are M * (100 + i)."""
-    sw = sweep_lib.load(figures.STUDIES[study].definition(quick=quick))
+    sw = sweep_lib.load(studies.STUDIES[study].definition(quick=quick))
     rng = np.random.default_rng(seed)
     N, S, C = len(sw.entries), 3, 5
     horizons = np.array([e.labels["horizon"] for e in sw.entries])
