@@ -39,20 +39,20 @@ from objectives.python import from_pyxab as from_pyxab
 from objectives.registry import BBOB_REGISTRY as BBOB_REGISTRY
 from objectives.registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from objectives.registry import OBJECTIVES as OBJECTIVES
-from objectives.registry import REAL_HETEROGENEITIES as REAL_HETEROGENEITIES
 from objectives.registry import REAL_REGISTRY as REAL_REGISTRY
 from objectives.registry import REGISTRY as REGISTRY
-from objectives.registry import BBOBSpec as BBOBSpec
-from objectives.registry import Homogeneous as Homogeneous
-from objectives.registry import RealSpec as RealSpec
-from objectives.registry import Spec as Spec
-from objectives.registry import UserSpec as UserSpec
 from objectives.registry import default_heterogeneity as default_heterogeneity
 from objectives.registry import default_seeds as default_seeds
 from objectives.registry import default_size as default_size
 from objectives.registry import make_objective as make_objective
 from objectives.registry import register as register
 from objectives.registry import spec as spec
+from objectives.specs import REAL_HETEROGENEITIES as REAL_HETEROGENEITIES
+from objectives.specs import BBOBSpec as BBOBSpec
+from objectives.specs import Homogeneous as Homogeneous
+from objectives.specs import RealSpec as RealSpec
+from objectives.specs import Spec as Spec
+from objectives.specs import UserSpec as UserSpec
 from objectives.validation import is_int as is_int
 
 # What ``from objectives import *`` gives; the names above that are not listed stay importable by name.

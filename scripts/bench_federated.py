@@ -28,7 +28,7 @@ import jax  # noqa: E402
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
 from fedpne_jax.algorithms.arms import arm_grid as arms  # noqa: E402
-from fedpne_jax.algorithms.arms import fed1ucb, fnucb
+from fedpne_jax.algorithms.arms import fed1ucb, fnucb, network
 from fedpne_jax.core import executor  # noqa: E402
 from fedpne_jax.core.result import device_name  # noqa: E402
 from tests.support import (
@@ -73,7 +73,7 @@ def fnucb_reference_rate(config, objective) -> float:
     key = executor.seed_key(0, 0)
     points = reference_fed1ucb.grid(np.asarray(arms.start_offsets(key, 1), np.float64), prob.lo, prob.hi, k)
     X = (points - prob.lo) / (prob.hi - prob.lo)
-    theta0 = np.asarray(fnucb.flatten(fnucb.init_net(jax.random.fold_in(key, fnucb.INIT_STREAM), 1, config.width)),
+    theta0 = np.asarray(network.flatten(network.init_net(jax.random.fold_in(key, fnucb.INIT_STREAM), 1, config.width)),
                         np.float64)
     local = prob.local(points)
     rng = np.random.default_rng(0)

@@ -11,7 +11,7 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax.algorithms.arms import arm_grid as arms
-from fedpne_jax.algorithms.arms import fnucb
+from fedpne_jax.algorithms.arms import fnucb, network
 from fedpne_jax.algorithms.arms.fnucb import FNUCBConfig
 from fedpne_jax.core import checkpoints, executor
 from tests.support import reference_fed1ucb as ref_arms
@@ -146,16 +146,16 @@ def pieces():
     @jax.jit
     def compute(X_feat, X_tr, counts, sums, picks_w, r_w):
         out = {}
-        net = fnucb.init_net(jax.random.key(1), FEAT["dim"], FEAT["width"])
-        out["feat"] = (fnucb.flatten(net), fnucb.features(net, X_feat), fnucb.forward(net, X_feat))
-        net = fnucb.init_net(jax.random.key(3), TRAIN["dim"], TRAIN["width"])
+        net = network.init_net(jax.random.key(1), FEAT["dim"], FEAT["width"])
+        out["feat"] = (network.flatten(net), network.features(net, X_feat), network.forward(net, X_feat))
+        net = network.init_net(jax.random.key(3), TRAIN["dim"], TRAIN["width"])
         nets = jax.tree.map(lambda x: jnp.broadcast_to(x, (M,) + x.shape), net)
         n = jnp.float32(TRAIN["n"])
-        out["train"] = (fnucb.flatten(net), fnucb.flatten(fnucb.loss_grad(net, X_tr, counts, sums[0], n)),
-                        jax.vmap(fnucb.flatten)(fnucb.train(nets, X_tr, counts, sums, n, TRAIN["steps"], TRAIN["lr"],
+        out["train"] = (network.flatten(net), network.flatten(network.loss_grad(net, X_tr, counts, sums[0], n)),
+                        jax.vmap(network.flatten)(network.train(nets, X_tr, counts, sums, n, TRAIN["steps"], TRAIN["lr"],
                                                             TRAIN["lam"] / n)))
-        net = fnucb.init_net(jax.random.key(4), 1, WHITE["width"])
-        G = fnucb.features(net, jnp.linspace(0.0, 1.0, WHITE["K"])[:, None])
+        net = network.init_net(jax.random.key(4), 1, WHITE["width"])
+        G = network.features(net, jnp.linspace(0.0, 1.0, WHITE["K"])[:, None])
 
         def body(carry, x):
             w, b = carry
@@ -234,7 +234,7 @@ def test_first_rounds_match_numpy_fnucb(garland, batch):
         noise_key = jax.random.fold_in(key, fnucb.NOISE_STREAM)
         draw = lambda t, a: arms.observe_flat(jax.random.fold_in(noise_key, t), "gaussian", jnp.float32(0.1), local[a])
         rewards = jax.vmap(lambda t: jax.vmap(lambda a: draw(t, a))(jnp.arange(k)))(jnp.arange(COMPARED_ROUNDS))
-        theta0 = fnucb.flatten(fnucb.init_net(jax.random.fold_in(key, fnucb.INIT_STREAM), 1, CONFIG.width))
+        theta0 = network.flatten(network.init_net(jax.random.fold_in(key, fnucb.INIT_STREAM), 1, CONFIG.width))
         return arms.start_offsets(key, 1), theta0, rewards
 
     offsets, theta0, rewards = (np.asarray(x, np.float64) for x in run_inputs(executor.seed_key(0, seed)))

@@ -14,7 +14,7 @@ import pytest
 
 import fedpne_jax as fp
 import objectives
-from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernelts
+from fedpne_jax.algorithms.gp import bbo, bo, gp, gpucb, kernels, kernelts
 from fedpne_jax.core import executor
 from fedpne_jax.core.errors import ObjectiveError
 from tests.support import reference, reference_gp
@@ -116,7 +116,7 @@ def test_rank_one_posterior_equals_fresh_inverse(kind, lengthscale, lam):
             mean, cov = state
             cov_new, c, d = gp.condition_cov(cov, jy[0], lam)
             return (gp.condition_mean(mean, c, d, jy[0], jy[1]), cov_new), None
-        cov0 = gp.kernel_matrix(kind, unit, unit, jnp.float32(lengthscale))
+        cov0 = kernels.kernel_matrix(kind, unit, unit, jnp.float32(lengthscale))
         (mean, cov), _ = jax.lax.scan(step, (jnp.zeros(60), cov0), (js, ys))
         return mean, gp.variances(cov), cov
 
@@ -144,10 +144,10 @@ def test_a_round_of_picks_conditioned_at_once_equals_one_pick_at_a_time(picks):
             var_j = gp.variances(cov)[j]
             cov, c, d = gp.condition_cov(cov, j, lam)
             return cov, (c, var_j)
-        return jax.lax.scan(step, gp.kernel_matrix("exponential", unit, unit, jnp.float32(1.0)), js)
+        return jax.lax.scan(step, kernels.kernel_matrix("exponential", unit, unit, jnp.float32(1.0)), js)
 
     def at_once(unit, js):
-        cov = gp.kernel_matrix("exponential", unit, unit, jnp.float32(1.0))
+        cov = kernels.kernel_matrix("exponential", unit, unit, jnp.float32(1.0))
 
         def step(b, state):
             diag, hs, cols, var_js = state

@@ -13,6 +13,7 @@ import pytest
 import fedpne_jax as fp
 import objectives
 from fedpne_jax.cli import build_parser
+from fedpne_jax.cli.sweep import from_options
 from fedpne_jax.experiments import sweep as sweep_lib
 from objectives import bbob
 
@@ -70,10 +71,10 @@ def test_a_sweep_that_shares_programs_compiles_once_per_algorithm_and_dimension(
 
 def test_the_command_line_flag_sets_the_key_and_a_false_key_keeps_the_hash():
     lists = dict(objectives="bbob-f1,bbob-f8", algorithms="doo", horizon="60", seeds=2)
-    on = sweep_lib.load(sweep_lib.from_options(**lists, share_programs=True))
-    off = sweep_lib.load(sweep_lib.from_options(**lists))
+    on = sweep_lib.load(from_options(**lists, share_programs=True))
+    off = sweep_lib.load(from_options(**lists))
     assert on.definition["share_programs"] is True and "share_programs" not in off.definition
-    assert sweep_lib.load(sweep_lib.from_options(**lists, share_programs=False)).hash == off.hash != on.hash
+    assert sweep_lib.load(from_options(**lists, share_programs=False)).hash == off.hash != on.hash
     assert sweep_lib.shared_with(on, on.entries[1]) == ("bbob-f1", "bbob-f8")
     assert sweep_lib.shared_with(off, off.entries[1]) is None
     parser = build_parser()
@@ -89,15 +90,15 @@ def test_share_programs_must_be_a_boolean_or_kinds(tmp_path, value):
 
 def test_kinds_are_normalised_so_that_true_keeps_its_hash():
     lists = dict(objectives="bbob-f1,bbob-f8,garland,doublesine", algorithms="doo", horizon="60", seeds=2)
-    true = sweep_lib.load(sweep_lib.from_options(**lists, share_programs=True))
-    bbob_only = sweep_lib.load(sweep_lib.from_options(**lists, share_programs=["bbob", "bbob"]))
+    true = sweep_lib.load(from_options(**lists, share_programs=True))
+    bbob_only = sweep_lib.load(from_options(**lists, share_programs=["bbob", "bbob"]))
     assert bbob_only.definition["share_programs"] is True and bbob_only.hash == true.hash
-    both = sweep_lib.load(sweep_lib.from_options(**lists, share_programs=["synthetic", "bbob"]))
+    both = sweep_lib.load(from_options(**lists, share_programs=["synthetic", "bbob"]))
     assert both.definition["share_programs"] == ["bbob", "synthetic"] and both.hash != true.hash
     garland = next(e for e in both.entries if e.objective["name"] == "garland")
     assert sweep_lib.shared_with(both, garland) == ("doublesine", "garland")
     assert sweep_lib.shared_with(true, garland) is None
-    synthetic = sweep_lib.load(sweep_lib.from_options(**lists, share_programs=["synthetic"]))
+    synthetic = sweep_lib.load(from_options(**lists, share_programs=["synthetic"]))
     assert sweep_lib.shared_with(synthetic, synthetic.entries[0]) is None            # bbob-f1: kind not named
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax.cli import main
+from fedpne_jax.cli.sweep import from_options
 from fedpne_jax.core import grid
 from fedpne_jax.experiments import sweep as sweep_lib
 from tests.test_grid import C_VALUES, CONFIG, SEEDS, objective
@@ -160,7 +161,7 @@ def test_cli_file_and_lists_name_the_same_sweep(clean, capsys):
     args = ["sweep", "--out", str(out), "--no-progress", "--clients", "3", "--horizon", "600", "--seeds", str(SEEDS),
             "--seed", "3", "--param", "noise=gaussian:0.3", "--param", "checkpoints=4", "--param", "capacity=32",
             "--grid", "c=" + ",".join(map(str, C_VALUES))]
-    raw = sweep_lib.from_options(clients="3", horizon="600", seeds=SEEDS, base_seed=3,
+    raw = from_options(clients="3", horizon="600", seeds=SEEDS, base_seed=3,
                                  params=["noise=gaussian:0.3", "checkpoints=4", "capacity=32"],
                                  grid=["c=0.07,0.1,0.12"], base={"objectives": [{"name": "himmelblau", "dim": 2}]})
     assert sweep_lib.load(raw).hash == sweep_lib.load(definition()).hash

@@ -1,5 +1,6 @@
 """``fedpne sweep``: a sweep (objectives x algorithms x M x T x grid x seeds) run into a results folder;
-a rerun resumes it.
+a rerun resumes it.  The command line's lists and KEY=VALUE settings become a sweep definition, on
+top of a file's when one is given, in :func:`from_options`.
 """
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import sys
 import jax
 
 from fedpne_jax.cli.common import Defaults, check_output_folder, device_options, devices, plugin_option
+from fedpne_jax.core import registry
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.runner import run_sweep
+from fedpne_jax.experiments.sweep import SweepError
 
 NAME = "sweep"
 INTERRUPTED = "interrupted; finished chunks are kept, rerun the same command to resume"
@@ -55,7 +58,7 @@ def command(args) -> int:
         raise ValueError("sweep: give a sweep file (TOML or JSON) or at least --objectives; nothing would be "
                          "swept but the defaults (garland, fedpne, 100 seeds)")
     base = sweep_lib.read(args.file) if args.file else None
-    raw = sweep_lib.from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
+    raw = from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
                                  grid=args.grid, base=base, plugins=args.plugin,
                                  share_programs=args.share_programs or None)
@@ -71,3 +74,57 @@ def command(args) -> int:
         else:
             print(f"read the results with fedpne_jax.load_sweep({args.out!r})")
     return 0
+
+
+def from_options(objectives=None, algorithms=None, clients=None, horizon=None, seeds=None, base_seed=None,
+                 params=(), grid=(), base: dict | None = None, plugins=(), share_programs=None) -> dict:
+    """A definition dict from command-line lists (``params``: "key=value" strings, ``grid``:
+    "key=v1,v2,..." strings, ``plugins``: modules added to the definition's, so that a resumed sweep
+    imports them again, ``share_programs``: the key of that name, when not None), on top of ``base``
+    (a file's definition) when given."""
+    raw = dict(base or {})
+    if share_programs is not None:
+        raw["share_programs"] = share_programs
+    if plugins:
+        earlier = raw.get("plugins", [])
+        raw["plugins"] = list(dict.fromkeys((earlier if isinstance(earlier, list) else [earlier]) + list(plugins)))
+    for key, value in [("objectives", objectives), ("algorithms", algorithms), ("clients", clients),
+                       ("horizon", horizon)]:
+        if value is not None:
+            raw[key] = [registry.parse_value(v) for v in value.split(",")] if isinstance(value, str) else list(value)
+    if seeds is not None:
+        raw["seeds"] = seeds
+    if base_seed is not None:
+        raw["base_seed"] = base_seed
+    # A key given twice, or both fixed and swept, is refused rather than letting the last one win.
+    given: dict = {}
+    for option, items in (("--param", params), ("--grid", grid)):
+        for item in items:
+            key, value = _key_value(item, option)
+            if key in given:
+                raise SweepError(f"{given[key]} and {option} {item} both set {key}; give it once (a fixed value "
+                                 f"with --param, or the values to sweep with --grid)")
+            given[key] = f"{option} {item}"
+            # An option overrides the file's key, fixed or swept at the top level; a file's algorithm
+            # table would override the option for its algorithm, so that is refused.
+            for name, table in raw.items():
+                if isinstance(table, dict) and {"params", "grid"} & set(table) and name not in ("params", "grid") \
+                        and any(key in (table.get(part) or {}) for part in ("params", "grid")):
+                    raise SweepError(f"{option} {item} and the file's table {name!r} both set {key}; set it in one "
+                                     f"place")
+            params, grid_ = dict(raw.get("params") or {}), dict(raw.get("grid") or {})
+            if option == "--param":
+                params[key] = registry.parse_value(value)
+                grid_.pop(key, None)
+            else:
+                grid_[key] = [registry.parse_value(v) for v in value.split(",")]
+                params.pop(key, None)
+            raw["params"], raw["grid"] = params, grid_
+    return raw
+
+
+def _key_value(item: str, option: str):
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise SweepError(f"{option} takes KEY=VALUE, got {item!r}")
+    return key.strip(), value

@@ -448,53 +448,6 @@ def _describe(labels: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in labels.items() if v is not None)
 
 
-def from_options(objectives=None, algorithms=None, clients=None, horizon=None, seeds=None, base_seed=None,
-                 params=(), grid=(), base: dict | None = None, plugins=(), share_programs=None) -> dict:
-    """A definition dict from command-line lists (``params``: "key=value" strings, ``grid``:
-    "key=v1,v2,..." strings, ``plugins``: modules added to the definition's, so that a resumed sweep
-    imports them again, ``share_programs``: the key of that name, when not None), on top of ``base``
-    (a file's definition) when given."""
-    raw = dict(base or {})
-    if share_programs is not None:
-        raw["share_programs"] = share_programs
-    if plugins:
-        earlier = raw.get("plugins", [])
-        raw["plugins"] = list(dict.fromkeys((earlier if isinstance(earlier, list) else [earlier]) + list(plugins)))
-    for key, value in [("objectives", objectives), ("algorithms", algorithms), ("clients", clients),
-                       ("horizon", horizon)]:
-        if value is not None:
-            raw[key] = [_parse(v) for v in value.split(",")] if isinstance(value, str) else list(value)
-    if seeds is not None:
-        raw["seeds"] = seeds
-    if base_seed is not None:
-        raw["base_seed"] = base_seed
-    # A key given twice, or both fixed and swept, is refused rather than letting the last one win.
-    given: dict = {}
-    for option, items in (("--param", params), ("--grid", grid)):
-        for item in items:
-            key, value = _key_value(item, option)
-            if key in given:
-                raise SweepError(f"{given[key]} and {option} {item} both set {key}; give it once (a fixed value "
-                                 f"with --param, or the values to sweep with --grid)")
-            given[key] = f"{option} {item}"
-            # An option overrides the file's key, fixed or swept at the top level; a file's algorithm
-            # table would override the option for its algorithm, so that is refused.
-            for name, table in raw.items():
-                if isinstance(table, dict) and {"params", "grid"} & set(table) and name not in ("params", "grid") \
-                        and any(key in (table.get(part) or {}) for part in ("params", "grid")):
-                    raise SweepError(f"{option} {item} and the file's table {name!r} both set {key}; set it in one "
-                                     f"place")
-            params, grid_ = dict(raw.get("params") or {}), dict(raw.get("grid") or {})
-            if option == "--param":
-                params[key] = _parse(value)
-                grid_.pop(key, None)
-            else:
-                grid_[key] = [_parse(v) for v in value.split(",")]
-                params.pop(key, None)
-            raw["params"], raw["grid"] = params, grid_
-    return raw
-
-
 def _fixed_or_swept(prefix: str, params: dict, grid: dict) -> None:
     """A key both fixed and swept in one table is refused: either silently winning would hide a
     mistake.  (A table of an algorithm may sweep what the top-level params fix: the more specific
@@ -503,14 +456,3 @@ def _fixed_or_swept(prefix: str, params: dict, grid: dict) -> None:
     if both:
         raise SweepError(f"sweep: {prefix}params and {prefix}grid both set {both[0]}; give it once (a fixed value "
                          f"in params, or the values to sweep in grid)")
-
-
-def _parse(text: str):
-    return registry.parse_value(text)
-
-
-def _key_value(item: str, option: str):
-    key, sep, value = item.partition("=")
-    if not sep or not key.strip():
-        raise SweepError(f"{option} takes KEY=VALUE, got {item!r}")
-    return key.strip(), value

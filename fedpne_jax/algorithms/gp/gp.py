@@ -16,12 +16,7 @@ inverting anything.  One step costs O(K^2) whatever t is, memory is O(K^2), and 
 cap: T is limited only by time.  (The paper's BO/BBO refit an n x n GP every evaluation, O(n^3).)
 
 Numerics (float32).  c c^T / d is computed as h h^T with h = c / sqrt(d), so Sigma stays exactly
-symmetric; variances are clamped at 0 where they are read.  Against the float64 fresh-inverse
-formulas (tests/support/reference_gp.py) the posterior after 200 observations agrees to 3e-5 (means) and
-1e-5 (variances).  Over long runs the float32 rounding accumulates slowly (measured against float64
-on 100 candidates, a UCB-like sequence with repeats): means within 1.5e-6 after 10^4 steps with the
-exponential kernel and lam = 1, 1.6e-5 with Matern-5/2 (l = 0.1) and lam = 0.01, 9e-5 after 3,000
-steps with RBF (l = 0.1) and lam = 0.01; variances never went negative.
+symmetric; variances are clamped at 0 where they are read.
 
 Batch invariance.  A seed's numbers do not depend on the batch it runs in, bit for bit: there are
 no reductions whose order could change (only elementwise steps, gathers, argmax / max, which are
@@ -38,10 +33,6 @@ uniformly in [0, 1/n) per dimension and per run, so K = n^D; 'grid' uses the cel
 (i + 1/2)/n (the same for every run); 'random' draws K uniform points per run.  Kernels act on the
 candidates rescaled to the unit box [0, 1]^D (the paper's synthetic objectives, Garland and
 DoubleSine, live on [0, 1], where this is the identity).  Signal variance k(x, x) = 1.
-
-Kernels (``kernel``, length-scale l, r = ||u - u'|| in unit-box coordinates):
-'exponential' exp(-r / l) (the public KernelTS code's exp(-||x - y||), l = 1); 'rbf'
-exp(-r^2 / (2 l^2)); 'matern52' (1 + sqrt5 r/l + 5 r^2 / (3 l^2)) exp(-sqrt5 r / l) (GPyOpt's default).
 
 :func:`simulate` runs the rounds: each round picks ``batch`` candidates one after another (after
 each pick the posterior is conditioned on it, as its variance does not depend on the value: for
@@ -64,11 +55,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fedpne_jax.algorithms.gp.kernels import kernel, mesh_indices, squared_distances
 from fedpne_jax.core import blocks, checkpoints, noise
 from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.core.counters import threefry_words, unit_floats
 from fedpne_jax.core.validation import check_int, check_real
-from objectives.ordered import compensated_add, exact_sqrt, first_argmax, pairwise_mean, pairwise_sum
+from objectives.ordered import compensated_add, exact_sqrt, first_argmax, pairwise_mean
 
 KERNELS = ("exponential", "rbf", "matern52")
 CANDIDATE_KINDS = ("shifted", "grid", "random")
@@ -124,8 +116,8 @@ def resolve_candidates(config: GPConfig, dim: int) -> tuple[int, int]:
     K = default_candidates(config.candidates, dim) if config.num_candidates is None else config.num_candidates
     if config.candidates == "random":
         return K, 0
-    n = max(1, int(round(K ** (1.0 / dim))))
-    n = next((m for m in (n - 1, n, n + 1) if m >= 1 and m ** dim == K), None)
+    near = max(1, int(round(K ** (1.0 / dim))))
+    n = next((m for m in (near - 1, near, near + 1) if m >= 1 and m ** dim == K), None)
     if n is None:
         raise ValueError(f"num_candidates: candidates={config.candidates!r} is an n^D mesh, so K must be "
                          f"an integer power n^{dim} (D={dim}), got {K}; use candidates='random' for any K")
@@ -180,14 +172,7 @@ def words(key, t, n: int):
     return threefry_words(key, t, (n + 1) // 2)[:n]
 
 
-# ------------------------------------------------------------------ candidates and kernels
-
-def _mesh_indices(static: Static):
-    """(K, D) int32 mesh coordinates of the candidates, row-major (the last coordinate fastest)."""
-    K, D, n = static.num_candidates, static.dim, static.per_dim
-    idx = jnp.arange(K, dtype=jnp.int32)
-    return jnp.stack([(idx // n ** (D - 1 - d)) % n for d in range(D)], axis=-1)
-
+# ------------------------------------------------------------------ candidates
 
 def unit_candidates(static: Static, key):
     """(K, D) candidates in [0, 1)^D from the run's key (see the module docstring)."""
@@ -196,7 +181,7 @@ def unit_candidates(static: Static, key):
         return unit_floats(words(key, 0, K * D)).reshape(K, D)
     offset = (jnp.full((D,), 0.5, jnp.float32) if static.candidates == "grid"
               else unit_floats(words(key, 0, D)))
-    return (_mesh_indices(static).astype(jnp.float32) + offset) * jnp.float32(1.0 / static.per_dim)
+    return (mesh_indices(static).astype(jnp.float32) + offset) * jnp.float32(1.0 / static.per_dim)
 
 
 def to_box(objective, unit):
@@ -208,40 +193,6 @@ def to_box(objective, unit):
 def candidate_points(static: Static, objective, key):
     """The run's candidates in the objective's box, (K, D) float32 (tests hand them to the reference)."""
     return to_box(objective, unit_candidates(static, key))
-
-
-def squared_distances(static: Static, unit):
-    """||u_i - u_j||^2 between the candidates (unit box), (K, K).
-
-    On a mesh (grid or shifted) the offset cancels: the distance is sqrt(sum_d (i_d - j_d)^2) / n,
-    computed from exact integers, so every run of a mesh has the same kernel matrix.  (Computed
-    from the float coordinates, XLA's CPU backend fused (i + offset) / n into u_i - u_j as an FMA
-    for one seed but not for a batch, so a seed's kernel matrix differed in its last bits.)
-    """
-    if static.candidates == "random":
-        diff = unit[:, None, :] - unit[None, :, :]
-        return pairwise_sum(diff * diff)
-    idx = _mesh_indices(static)
-    steps = idx[:, None, :] - idx[None, :, :]
-    return pairwise_sum(steps * steps).astype(jnp.float32) * jnp.float32(1.0 / static.per_dim ** 2)
-
-
-def kernel(kind: str, r2, lengthscale):
-    """k as a function of the squared distance r2 (unit box); k(x, x) = 1."""
-    r2 = r2 * (1.0 / (lengthscale * lengthscale))
-    if kind == "rbf":
-        return jnp.exp(-0.5 * r2)
-    r = jnp.sqrt(r2)
-    if kind == "exponential":
-        return jnp.exp(-r)
-    s = jnp.sqrt(jnp.float32(5.0)) * r
-    return (1.0 + s + s * s * jnp.float32(1.0 / 3.0)) * jnp.exp(-s)
-
-
-def kernel_matrix(kind: str, a, b, lengthscale):
-    """k(a_i, b_j) for unit-box points a (P, D), b (Q, D)."""
-    diff = a[:, None, :] - b[None, :, :]
-    return kernel(kind, pairwise_sum(diff * diff), lengthscale)
 
 
 # ------------------------------------------------------------------ the posterior
