@@ -104,9 +104,10 @@ def check_output_folder(option: str, path: str) -> None:
 def describe_os_error(err: OSError, where: str | None = None) -> str:
     """An OSError as one line naming the path: its own file name, else ``where`` (a write to an open
     file, e.g. on a full disk, raises without one)."""
-    if isinstance(err, WriteError) and isinstance(err.__cause__, OSError):
+    cause = err.__cause__
+    if isinstance(err, WriteError) and isinstance(cause, OSError):
         # The atomic writer's error: report the system's reason, not its sentence around it.
-        err, where = err.__cause__, where if err.__cause__.filename else None
+        err, where = cause, where if cause.filename else None
     what = err.strerror or str(err) or type(err).__name__
     names = [n for n in (err.filename, err.filename2) if n is not None]
     if names:

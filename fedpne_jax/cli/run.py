@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any
 
 import jax
 
@@ -190,7 +191,7 @@ def run_config(args, options: dict, num_clients: int):
     return registry.make_config(args.algorithm, **options)
 
 
-def run_interruptibly(compute) -> tuple[bool, object]:
+def run_interruptibly(compute) -> tuple[bool, Any]:
     """``compute(stop, progress)`` in a worker thread, so that Ctrl-C is answered at once: the first
     says that the run stops after the call in flight (a compiled call cannot be cut), and how long
     calls have taken; the second exits at once.  Returns (interrupted, what compute returned).
