@@ -38,6 +38,9 @@ from fedpne_jax.flower import local, wire  # noqa: E402
 M, T = 3, 200
 PROBLEM = {"algorithm": "fedpne", "objective": "garland", "heterogeneity": "shift", "clients": M, "horizon": T,
            "noise": "none", "sampling": "client", "seed": 0}
+# A killed SuperNode is found lost when its step's replies are not all in after this many seconds; the
+# live clients answer a step in well under a second on an idle machine, a few seconds on a loaded one.
+LOSS_TIMEOUT = 10.0
 COMPARED = ("final_regret", "phases", "uploads", "depth", "recommendation", "curves", "simple_regret")
 
 
@@ -65,10 +68,13 @@ def xla_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory, xla_cache):
-    with local.Deployment(M, workdir=str(tmp_path_factory.mktemp("deployment")), out=io.StringIO(),
-                          extra_env=xla_cache) as d:
+    """One SuperLink and M SuperNodes (warm executors) for every test that submits runs to a running
+    deployment; a test that kills a SuperNode starts it again.  Every process is stopped at the end."""
+    workdir = str(tmp_path_factory.mktemp("deployment"))
+    with local.Deployment(M, workdir=workdir, out=io.StringIO(), extra_env=xla_cache) as d:
         d.start()
         yield d
+    assert processes_in(workdir) == []
 
 
 def processes_in(folder: str) -> list:
@@ -204,7 +210,7 @@ def kill_after_step(d: local.Deployment, book: str, step: int, node: int) -> thr
 def test_a_killed_supernode_stops_the_run_with_its_state_kept_and_the_rerun_finishes_it(deployment, tmp_path,
                                                                                          reference):
     watcher = kill_after_step(deployment, str(tmp_path / "loss.fpne.json"), 0, 2)
-    outcome, _ = submit(deployment, tmp_path, "loss", **{"client-timeout": 20.0})
+    outcome, _ = submit(deployment, tmp_path, "loss", **{"client-timeout": LOSS_TIMEOUT})
     watcher.join()
     assert not outcome["ok"]
     assert "client 2 (node" in outcome["message"] and "did not answer step" in outcome["message"]
@@ -220,7 +226,8 @@ def test_a_killed_supernode_stops_the_run_with_its_state_kept_and_the_rerun_fini
 
 def test_on_client_loss_continue_goes_on_and_records_the_lost_client(deployment, tmp_path, reference):
     watcher = kill_after_step(deployment, str(tmp_path / "cont.fpne.json"), 0, 1)
-    outcome, result = submit(deployment, tmp_path, "cont", **{"client-timeout": 20.0, "on-client-loss": "continue"})
+    outcome, result = submit(deployment, tmp_path, "cont",
+                             **{"client-timeout": LOSS_TIMEOUT, "on-client-loss": "continue"})
     watcher.join()
     deployment.start_supernode(1)
     assert outcome["ok"], outcome

@@ -22,6 +22,7 @@ import contextlib
 import datetime
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -32,13 +33,15 @@ import time
 from typing import Optional
 
 CONNECTION = "fedpne-local"
+RUN_STARTED = re.compile(r"Successfully started run (\d+)")
 GRACE = 5.0
 # fedpne_jax/flower/supernode.py run as a script: importing it as a module would import the package
 # (JAX and every algorithm, 170 MB more per SuperNode) for nothing.
 SUPERNODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supernode.py")
 RUN_FILE = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
-# warm: each SuperNode in Flower's process isolation, its ClientApp tasks run by one long-lived
-# executor (fedpne_jax.flower.warm); subprocess: Flower's stock executor, one process per message.
+# warm: the SuperLink and each SuperNode in Flower's process isolation, their ServerApp and ClientApp
+# tasks run by long-lived executors (fedpne_jax.flower.warm); subprocess: Flower's stock executors,
+# a new process per run (ServerApp) and per message (ClientApp).
 ISOLATIONS = ("warm", "subprocess")
 
 
@@ -225,10 +228,22 @@ class Deployment:
     def start_superlink(self, extra_env: Optional[dict] = None) -> None:
         self.port = port = self.port or free_port()
         env = dict(self.env, **(extra_env or {}))
-        self._start("superlink", ["flower-superlink", *self.tls_args(True), "--port", str(port),
+        isolation = ["--isolation", "process"] if self.isolation == "warm" else []
+        self._start("superlink", ["flower-superlink", *self.tls_args(True), "--port", str(port), *isolation,
                                   "--disable-runtime-dependency-installation"], env)
         self._wait_port("superlink", port)
         self.write_connection()
+        if self.isolation == "warm":
+            self.start_server_executor()
+
+    def start_server_executor(self) -> None:
+        """The warm executor of the SuperLink's ServerApp tasks (its Runtime API is the SuperLink's port)."""
+        self._start("executor-server", [sys.executable, "-m", "fedpne_jax.flower.warm", "--server",
+                                        *self.runtime_tls_args(), "--runtime-api-address", f"127.0.0.1:{self.port}",
+                                        "--parent-pid", str(self.processes["superlink"].pid), "--poll", "0.05"])
+
+    def runtime_tls_args(self) -> list:
+        return ["--insecure"] if self.certs is None else ["--root-certificates", self.certs["ca"]]
 
     def start_supernode(self, i: int) -> None:
         while len(self.node_ports) <= i:
@@ -337,6 +352,7 @@ class Deployment:
         ``on_line``).  The exit status of flwr run."""
         self.submitted = getattr(self, "submitted", 0) + 1
         app = write_app(os.path.join(self.workdir, f"app-{self.submitted}"), run_config)
+        self._revive_server_executor()
         command = ["flwr", "run", app, CONNECTION] + (["--stream"] if stream else [])
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=self.env, cwd=self.workdir, start_new_session=True)
@@ -346,19 +362,51 @@ class Deployment:
         if timeout is not None:
             timer = threading.Timer(timeout, lambda: stop_processes([proc.pid], 1.0))
             timer.start()
+        run_id: list = []
+        done = threading.Event()
+        watcher = None
+        if "executor-server" in self.processes:
+            watcher = threading.Thread(target=self._watch_server_executor, args=(run_id, done), daemon=True)
+            watcher.start()
         try:
             for raw in proc.stdout:
                 line = raw.decode(errors="replace")
+                if not run_id and (found := RUN_STARTED.search(line)):
+                    run_id.append(found.group(1))
                 self.out.write(line)
                 self.out.flush()
                 if on_line is not None:
                     on_line(line)
             return proc.wait()
         finally:
+            done.set()
+            if watcher is not None:
+                watcher.join()
             if timer is not None:
                 timer.cancel()
             self.processes.pop("flwr-run", None)
             proc.stdout.close()
+
+    def _revive_server_executor(self) -> None:
+        executor = self.processes.get("executor-server")
+        if executor is not None and executor.poll() is not None:
+            self.processes.pop("executor-server")
+            self.start_server_executor()
+
+    def _watch_server_executor(self, run_id: list, done: threading.Event) -> None:
+        """A warm ServerApp that ended its process (a crash) ends the executor without a word to the
+        SuperLink, which would wait for the task's heartbeats to lapse (a minute) before ending the
+        run: the run is stopped with ``flwr stop`` at once, and another executor started."""
+        executor = self.processes["executor-server"]
+        while not done.wait(0.2):
+            if executor.poll() is None:
+                continue
+            self._revive_server_executor()
+            if run_id:
+                subprocess.run(["flwr", "stop", run_id[0], CONNECTION], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=self.env, cwd=self.workdir,
+                               timeout=120)
+            return
 
 
 def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeout: Optional[float] = None,

@@ -44,6 +44,7 @@ from fedpne_jax.core import compile_cache
 from fedpne_jax.core.files import write_atomic
 from fedpne_jax.core.optimizer import Optimizer
 from fedpne_jax.flower import spec, wire
+from fedpne_jax.flower.supernode import quicker_pulls
 
 app = ServerApp()
 LOST = (3, 4, 5)     # Flower's MESSAGE_UNAVAILABLE, REPLY_MESSAGE_UNAVAILABLE, NODE_UNAVAILABLE
@@ -66,6 +67,7 @@ def write_json_atomic(path: str, data: dict) -> None:
 def main(grid: Grid, context: Context) -> None:
     run_config = dict(context.run_config)
     status = spec.given(run_config, "status")
+    quicker_pulls()
     try:
         serve(grid, run_config)
     except BaseException as err:
@@ -76,6 +78,23 @@ def main(grid: Grid, context: Context) -> None:
         raise
     if status:
         write_json_atomic(status, {"ok": True, "message": "done"})
+
+
+_SPACES: dict = {}
+
+
+def space_of(problem: spec.Problem):
+    """The problem's space, one object per objective in this process: the optimizer keeps an
+    objective's compiled programs under its identity, so that a ServerApp process that serves run
+    after run (fedpne_jax.flower.warm --server) compiles each problem's steps once."""
+    if problem.objective_args is None:
+        return problem.space()
+    key = json.dumps(problem.objective_args, sort_keys=True, default=str)
+    if key not in _SPACES:
+        if len(_SPACES) >= 8:
+            _SPACES.pop(next(iter(_SPACES)))
+        _SPACES[key] = problem.space()
+    return _SPACES[key]
 
 
 def serve(grid: Grid, run_config: dict) -> dict:
@@ -94,7 +113,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
     crash_after = int(spec.given(run_config, "crash-after-step"))
     book_path = state_path + ".json"
     fingerprint = problem.fingerprint()
-    space = problem.space()
+    space = space_of(problem)
 
     book: dict[str, Any] = {"fingerprint": fingerprint, "steps": [], "lost": [], "resumed_at": []}  # JSON
     opt = None

@@ -1,5 +1,6 @@
 """``python -m fedpne_jax.flower.warm --runtime-api-address HOST:PORT``: one long-lived process that
-runs a SuperNode's ClientApp tasks, in place of Flower's per-task ``flwr-clientapp`` processes.
+runs a SuperNode's ClientApp tasks, in place of Flower's per-task ``flwr-clientapp`` processes
+(with ``--server``: a SuperLink's ServerApp tasks, in place of its per-run ``flwr-serverapp``).
 
 With ``flower-supernode --isolation process`` a SuperNode starts no executor of its own: something
 else takes its tasks from its Runtime API.  Flower's ``flower-superexec`` starts a new Python process
@@ -8,6 +9,13 @@ seconds of CPU per client per step, most of a Fed-PNE step.  This executor takes
 way (``AcquireTask``) and runs each as ``flwr-clientapp`` does (pull the message, context, run and
 FAB; load the app; call it; push the reply and the task's status) but in this process, so imports
 and compiled programs stay.  The app code, messages, SuperNode and SuperLink are Flower's own.
+
+With ``--server`` it does for a SuperLink started with ``--isolation process`` what
+``flwr-serverapp`` does for one run (pull the task input, install the FAB, fuse the run config, run
+the ServerApp with an ``HttpGrid``, upload its log to the run's log stream, push the task's status),
+run after run in one process: the imports, and the compiled programs the persistent cache keeps,
+are paid once, not per run.  A ServerApp that ends its process (a crash) ends this executor; the
+deployment then starts another (:meth:`fedpne_jax.flower.local.Deployment.submit`).
 
 It uses Flower 1.42's runtime functions (``flwr.supernode.runtime.run_clientapp``), which are not
 public API: ``fedpne flower local --isolation subprocess`` runs Flower's stock executor instead.
@@ -34,6 +42,13 @@ def _parent_watch(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def idle_wait(poll: float, last: float, longest: float = 0.25) -> float:
+    """Seconds to wait before asking again: ``poll`` just after a task (a run's next message comes
+    soon), up to ``longest`` after seconds without one: each ask costs CPU in this process and in
+    the SuperNode's, which an idle deployment of many nodes on few cores would otherwise spend."""
+    return min(longest, poll + 0.05 * (time.time() - last))
+
+
 def serve(address: str, insecure: bool, root_certificates: str | None, poll: float) -> None:
     from flwr.app import Error, Message
     from flwr.cli.install import install_from_fab
@@ -48,6 +63,8 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
     from flwr.supercore.tls import validate_and_resolve_root_certificates
     from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 
+    from fedpne_jax.flower.supernode import quicker_pulls
+    quicker_pulls()
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
 
     def connect(interceptors):
@@ -58,11 +75,13 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
     executor = connect([RuntimeVersionHttpInterceptor(component_name="SuperExec")])
     installed: dict = {}
     load = get_load_client_app_fn(default_app_ref="", app_path=None, multi_app=True)
+    last = time.time()
     while True:
         res = executor.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP.value]))
         if not (res.HasField("task") and res.token):
-            time.sleep(poll)
+            time.sleep(idle_wait(poll, last))
             continue
+        last = time.time()
         client = connect([RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"),
                           RuntimeTokenHttpInterceptor(res.token)])
         heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
@@ -91,11 +110,94 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
                 client.close()
 
 
+def serve_server(address: str, insecure: bool, root_certificates: str | None, poll: float) -> None:
+    from pathlib import Path
+    from queue import Queue
+
+    from flwr.app import RecordDict
+    from flwr.cli.config_utils import get_fab_metadata
+    from flwr.cli.install import install_from_fab
+    from flwr.common.config import get_fused_config_from_dir, get_project_config, get_project_dir
+    from flwr.common.constant import SubStatus
+    from flwr.common.serde import context_from_proto, context_to_proto, fab_from_proto, run_from_proto
+    from flwr.proto.runtime_pb2 import AcquireTaskRequest, PullTaskInputRequest, PushTaskOutputRequest
+    from flwr.server.run_serverapp import run as run_serverapp
+    from flwr.supercore.constant import TaskType
+    from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
+    from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
+    from flwr.supercore.logger import flush_logs, mirror_output_to_queue, start_log_uploader, stop_log_uploader
+    from flwr.supercore.retry import make_simple_http_retry_invoker
+    from flwr.supercore.runtime import RuntimeHttpClient
+    from flwr.supercore.task_identity import TaskIdentity
+    from flwr.supercore.tls import validate_and_resolve_root_certificates
+    from flwr.superlink.grid import HttpGrid
+
+    from fedpne_jax.flower import server  # noqa: F401  (imported once: JAX, the package, the app)
+    from fedpne_jax.flower.supernode import quicker_pulls
+    quicker_pulls()
+    certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
+    executor = RuntimeHttpClient.from_server_address(
+        server_address=address, insecure=insecure, root_certificates=certificates,
+        interceptors=[RuntimeVersionHttpInterceptor(component_name="SuperExec")],
+        retry_invoker=make_simple_http_retry_invoker())
+    log_queue: Queue = Queue()
+    mirror_output_to_queue(log_queue)
+    installed: set = set()
+    last = time.time()
+    while True:
+        res = executor.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.SERVER_APP.value]))
+        if not (res.HasField("task") and res.token):
+            time.sleep(idle_wait(poll, last))
+            continue
+        last = time.time()
+        while not log_queue.empty():        # what was printed between runs belongs to none
+            log_queue.get_nowait()
+        grid = HttpGrid(runtime_api_address=address, insecure=insecure, root_certificates=certificates,
+                        token=res.token)
+        heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(grid._runtime_client))
+        heartbeat.start()
+        context, uploader = None, None
+        status, details = SubStatus.FAILED, "ServerApp task failed"
+        try:
+            task = grid._runtime_client.PullTaskInput(PullTaskInputRequest())
+            TaskIdentity.task_id, TaskIdentity.run_id = task.task_id, task.run.run_id
+            TaskIdentity.node_id = task.context.node_id
+            context, run, fab = context_from_proto(task.context), run_from_proto(task.run), fab_from_proto(task.fab)
+            grid.set_run(run)
+            uploader = start_log_uploader(log_queue=log_queue, node_id=0, run_id=run.run_id,
+                                          client=grid._runtime_client)
+            if fab.hash_str not in installed:
+                install_from_fab(fab.content, skip_prompt=True)
+                installed.add(fab.hash_str)
+            app_path = str(get_project_dir(*get_fab_metadata(fab.content), fab.hash_str))
+            attribute = get_project_config(app_path)["tool"]["flwr"]["app"]["components"]["serverapp"]
+            context.run_config = get_fused_config_from_dir(Path(app_path), run.override_config)
+            context = run_serverapp(grid=grid, server_app_dir=app_path, server_app_attr=attribute, context=context)
+            context.state = RecordDict()
+            status, details = SubStatus.COMPLETED, ""
+        except Exception as ex:  # as flwr-serverapp: the run fails with the error, the process goes on
+            traceback.print_exc()
+            details = f"ServerApp failed with exception: {ex}"
+        finally:
+            try:
+                if uploader is not None:
+                    flush_logs(log_queue, timeout=0.5)
+                grid._runtime_client.PushTaskOutput(PushTaskOutputRequest(
+                    context=context_to_proto(context) if context else None, sub_status=status, details=details))
+            finally:
+                if uploader is not None:
+                    stop_log_uploader(log_queue, uploader)
+                heartbeat.stop()
+                grid.close()
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m fedpne_jax.flower.warm", description=__doc__.split("\n\n")[0])
     p.add_argument("--runtime-api-address", required=True, help="the SuperNode's Runtime API, HOST:PORT")
     p.add_argument("--insecure", action="store_true", help="the Runtime API without TLS (the SuperNode's default)")
     p.add_argument("--root-certificates", default=None, help="CA of the Runtime API's certificate (with TLS)")
+    p.add_argument("--server", action="store_true",
+                   help="run a SuperLink's ServerApp tasks (its Runtime API: --runtime-api-address)")
     p.add_argument("--parent-pid", type=int, default=None, help="exit when this process exits")
     p.add_argument("--poll", type=float, default=0.02, help="seconds between two asks for a task")
     args = p.parse_args(argv)
@@ -103,7 +205,8 @@ def main(argv=None) -> None:
         _parent_watch(args.parent_pid)
     if isinstance(sys.stdout, io.TextIOWrapper):     # not when a caller has replaced it
         sys.stdout.reconfigure(line_buffering=True)
-    serve(args.runtime_api_address, args.insecure, args.root_certificates, args.poll)
+    (serve_server if args.server else serve)(args.runtime_api_address, args.insecure, args.root_certificates,
+                                             args.poll)
 
 
 if __name__ == "__main__":
