@@ -21,6 +21,9 @@ from __future__ import annotations
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
+# Flower 1.42 (the flower extra pins it): where the wire objects of a message's records are listed
+from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+
 QUERY = "query"
 HELLO, EVALUATE = "hello", "evaluate"
 
@@ -107,14 +110,6 @@ def check_reply(message: Message, run: str, step: int, partition, node_id, size:
 
 
 def payload_bytes(message: Message) -> int:
-    """The bytes of a message's content as Flower sends it (its records serialised; the HTTP and
-    metadata envelope not counted)."""
-    try:
-        from flwr.supercore.inflatable.inflatable_utils import get_all_nested_objects
-        return int(sum(len(obj.deflate()) for obj in get_all_nested_objects(message.content).values()))
-    except Exception:      # an internal of Flower's that moved: count the arrays and headers
-        total = 0
-        for record in message.content.values():
-            for value in record.values():
-                total += len(value.data) if isinstance(value, Array) else len(repr(value))
-        return total
+    """The bytes of a message's content as Flower sends it: its records deflated into Flower's wire
+    objects (the HTTP and metadata envelope not counted)."""
+    return int(sum(len(obj.deflate()) for obj in get_all_nested_objects(message.content).values()))
