@@ -237,7 +237,8 @@ def exchange(grid: Grid, messages: dict, timeout: float, poll: float) -> tuple[d
     pending = {mid: m for mid, m in zip(ids, order) if mid}
     missing = [m for mid, m in zip(ids, order) if not mid]
     replies = {}
-    deadline = time.time() + timeout
+    started = time.time()
+    deadline = started + timeout
     while pending:
         for reply in grid.pull_messages(list(pending)):
             m = pending.pop(reply.metadata.reply_to_message_id, None)
@@ -245,8 +246,14 @@ def exchange(grid: Grid, messages: dict, timeout: float, poll: float) -> tuple[d
                 replies[m] = reply
         if not pending or time.time() > deadline:
             break
-        time.sleep(poll)
+        time.sleep(backoff(poll, started))
     return replies, missing + sorted(pending.values())
+
+
+def backoff(poll: float, started: float, longest: float = 0.1) -> float:
+    """The wait before pulling again: ``poll`` at first, longer as the replies take longer (every pull
+    costs the SuperLink CPU that the clients' replies need on a busy machine)."""
+    return min(longest, poll + 0.1 * (time.time() - started))
 
 
 def identify(grid: Grid, M: int, run: str, node_timeout: float, poll: float) -> dict:
