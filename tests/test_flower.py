@@ -138,11 +138,50 @@ def test_noise_free_run_over_flower_is_fp_runs_run_and_leaves_no_process(tmp_pat
     assert processes_in(workdir) == []
 
 
-def test_tls_run_is_the_same_run(tmp_path, reference, xla_cache):
-    done, out, workdir = run_cli(tmp_path, "--tls", env=xla_cache)
+def test_tls_and_supernode_auth_run_is_the_same_run(tmp_path, reference, xla_cache):
+    done, out, workdir = run_cli(tmp_path, "--tls", "--auth", env=xla_cache)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert_same_run(json.loads(out.read_text()), reference)
     assert os.path.exists(os.path.join(workdir, "ca.crt"))
+    assert all(os.path.exists(os.path.join(workdir, f"supernode-{i}.key.pub")) for i in range(M))
+    assert processes_in(workdir) == []
+
+
+def flwr_nodes(d: local.Deployment) -> list:
+    """The SuperLink's SuperNodes (``flwr supernode list``)."""
+    done = subprocess.run(["flwr", "supernode", "list", local.CONNECTION, "--format", "json"], capture_output=True,
+                          text=True, env=d.env, cwd=d.workdir, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)["nodes"]
+
+
+def joined(d: local.Deployment, i: int, timeout: float = 300) -> None:
+    """Wait until SuperNode ``i`` says it has its node id (it has joined, or it exits)."""
+    deadline = time.time() + timeout
+    while "SuperNode ID:" not in d.tail(f"supernode-{i}", 1000) and time.time() < deadline:
+        assert d.processes[f"supernode-{i}"].poll() is None, d.tail(f"supernode-{i}")
+        time.sleep(0.1)
+
+
+def test_supernode_auth_admits_only_registered_keys(tmp_path):
+    """With --enable-supernode-auth, a SuperNode whose key is not registered cannot join (it exits
+    with Flower's exit code 305 and is not listed); once its key is registered, it joins."""
+    workdir = str(tmp_path / "auth")
+    with local.Deployment(2, workdir=workdir, out=io.StringIO(), auth=True) as d:
+        d.start_superlink()
+        d.register(0)
+        d.start_supernode(0)
+        d.start_supernode(1)
+        assert d.processes["supernode-1"].wait(timeout=300) != 0
+        assert "Exit Code: 305" in d.tail("supernode-1") and "Failed to activate SuperNode" in d.tail("supernode-1")
+        joined(d, 0)
+        assert [n["status"] for n in flwr_nodes(d)] == ["online"]
+        d.stop("supernode-1")
+        d.register(1)
+        d.start_supernode(1)
+        joined(d, 1)
+        assert sorted(n["status"] for n in flwr_nodes(d)) == ["online", "online"]
+        assert d.processes["supernode-1"].poll() is None
     assert processes_in(workdir) == []
 
 

@@ -47,6 +47,9 @@ def add_parser(sub, run_parser, formatter) -> None:
             local._add_action(action)
     g = local.add_argument_group("Flower")
     g.add_argument("--tls", action="store_true", help="TLS on every connection, with certificates made for this run")
+    g.add_argument("--auth", action="store_true",
+                   help="SuperNode authentication (with TLS): only SuperNodes whose key, made for this run, is "
+                        "registered with the SuperLink may join")
     g.add_argument("--function", default=None, metavar="MODULE:FUNCTION",
                    help="the clients' own objective, function(partition_id, points) -> values, instead of "
                         "--objective (MODULE importable from here)")
@@ -96,8 +99,8 @@ def command(args, check_output_file, describe_params) -> int:
         state = os.path.abspath(args.state) if args.state else spec.default_paths(problem)[0]
         config.update(output=output, state=state)
         report = sys.stderr if args.output == "-" else sys.stdout
-        status = local.run_local(problem.num_clients, spec.run_config_of(config), tls=args.tls, out=report,
-                                 timeout=args.timeout, workdir=args.workdir, isolation=args.isolation)
+        status = local.run_local(problem.num_clients, spec.run_config_of(config), tls=args.tls, auth=args.auth,
+                                 out=report, timeout=args.timeout, workdir=args.workdir, isolation=args.isolation)
         if not status.get("ok"):
             raise ValueError(f"the Flower run failed: {status.get('message')}")
         with open(output) as fh:

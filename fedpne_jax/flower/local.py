@@ -14,7 +14,10 @@ Nothing is installed at run time: the SuperLink runs with ``--disable-runtime-de
 (SuperNodes install nothing unless asked), so the apps use this environment's packages.
 
 With ``tls=True`` it makes a certificate authority and a server certificate for 127.0.0.1 and
-localhost (``cryptography``, a dependency of flwr) and runs every connection over TLS.
+localhost (``cryptography``, a dependency of flwr) and runs every connection over TLS.  With
+``auth=True`` (TLS too, which Flower requires for it) the SuperLink admits only SuperNodes whose
+public key is registered (``--enable-supernode-auth``): each SuperNode gets a key pair made for the
+run, registered with ``flwr supernode register`` before it starts.
 """
 from __future__ import annotations
 
@@ -147,6 +150,22 @@ def make_certificates(folder: str) -> dict:
     return paths
 
 
+def make_node_key(folder: str, name: str) -> tuple[str, str]:
+    """An EC P-384 key pair in OpenSSH format, as SuperNode authentication takes: (private, public) paths."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP384R1())
+    private, public = os.path.join(folder, f"{name}.key"), os.path.join(folder, f"{name}.key.pub")
+    with open(private, "wb") as fh:
+        fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                   serialization.NoEncryption()))
+    os.chmod(private, 0o600)
+    with open(public, "wb") as fh:
+        fh.write(key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH))
+    return private, public
+
+
 def _toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -177,10 +196,12 @@ class Deployment:
     """A SuperLink and ``clients`` SuperNodes on localhost (a context manager that stops them)."""
 
     def __init__(self, clients: int, tls: bool = False, workdir: Optional[str] = None, node_poll: float = 0.1,
-                 exec_poll: float = 0.05, out=None, extra_env: Optional[dict] = None, isolation: str = "warm"):
+                 exec_poll: float = 0.05, out=None, extra_env: Optional[dict] = None, isolation: str = "warm",
+                 auth: bool = False):
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
-        self.clients, self.tls, self.isolation = int(clients), bool(tls), isolation
+        self.clients, self.tls, self.isolation, self.auth = int(clients), bool(tls or auth), isolation, bool(auth)
+        self.node_keys: dict = {}      # partition -> (private, public) key paths, with auth
         self._tmp = None
         if workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="fedpne-flower-")
@@ -229,7 +250,8 @@ class Deployment:
         self.port = port = self.port or free_port()
         env = dict(self.env, **(extra_env or {}))
         isolation = ["--isolation", "process"] if self.isolation == "warm" else []
-        self._start("superlink", ["flower-superlink", *self.tls_args(True), "--port", str(port), *isolation,
+        auth = ["--enable-supernode-auth"] if self.auth else []
+        self._start("superlink", ["flower-superlink", *self.tls_args(True), "--port", str(port), *isolation, *auth,
                                   "--disable-runtime-dependency-installation"], env)
         self._wait_port("superlink", port)
         self.write_connection()
@@ -249,6 +271,8 @@ class Deployment:
         while len(self.node_ports) <= i:
             self.node_ports.append(free_port())
         isolation = ["--isolation", "process"] if self.isolation == "warm" else []
+        if self.auth:
+            isolation += ["--auth-supernode-private-key", self.node_key(i)[0]]
         node = self._start(f"supernode-{i}", [sys.executable, "-c", RUN_FILE, SUPERNODE,
                                               *self.tls_args(False), "--superlink", f"127.0.0.1:{self.port}",
                                               "--port", str(self.node_ports[i]), *isolation,
@@ -259,9 +283,24 @@ class Deployment:
                                           "--runtime-api-address", f"127.0.0.1:{self.node_ports[i]}",
                                           "--parent-pid", str(node.pid)])
 
+    def node_key(self, i: int) -> tuple:
+        if i not in self.node_keys:
+            self.node_keys[i] = make_node_key(self.workdir, f"supernode-{i}")
+        return self.node_keys[i]
+
+    def register(self, i: int) -> None:
+        """Register SuperNode ``i``'s public key with the SuperLink (``flwr supernode register``)."""
+        done = subprocess.run(["flwr", "supernode", "register", self.node_key(i)[1], CONNECTION],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, env=self.env,
+                              cwd=self.workdir, timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(f"flwr supernode register of SuperNode {i} failed:\n{done.stdout}{done.stderr}")
+
     def start(self) -> Deployment:
         self.start_superlink()
         for i in range(self.clients):
+            if self.auth:
+                self.register(i)
             self.start_supernode(i)
         return self
 
@@ -410,7 +449,8 @@ class Deployment:
 
 
 def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeout: Optional[float] = None,
-              workdir: Optional[str] = None, node_poll: float = 0.1, isolation: str = "warm") -> dict:
+              workdir: Optional[str] = None, node_poll: float = 0.1, isolation: str = "warm",
+              auth: bool = False) -> dict:
     """One run on a fresh local deployment: {"ok", "message", "status"} (the server's status file)."""
     out = out or sys.stdout
     previous = signal.getsignal(signal.SIGTERM)
@@ -422,7 +462,8 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
     if in_main:
         signal.signal(signal.SIGTERM, on_term)
     try:
-        with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out, isolation=isolation) as d:
+        with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out, isolation=isolation,
+                        auth=auth) as d:
             status_path = os.path.join(d.workdir, "status.json")
             config = dict(run_config, status=status_path)
             d.start()
