@@ -1,4 +1,4 @@
-"""A fixed set of runs (every algorithm; Fed-PNE with each sampler, DP, random splits; a grid; a
+"""A fixed set of runs (every algorithm; Fed-PNE with each sampler, DP, random splits in 1-D and 2-D; a grid; a
 sweep) and their per-seed outputs: recorded in tests/data/behaviour.npz by
 ``python scripts/record_behaviour.py --write`` and compared bit for bit by tests/test_behaviour.py."""
 from __future__ import annotations
@@ -27,7 +27,10 @@ FEDPNE = {
     "explicit-gaussian": dict(noise="gaussian:0.3", sampling="explicit"),
     "dp": dict(noise="gaussian:0.1", dp_epsilon=4.0, dp_delta=0.05),
     "random-split": dict(noise="gaussian:0.3", split="random", k=3),
+    # On a 2-D objective (TWO_D), where a random split has a dimension to choose.
+    "random-split-2d": dict(noise="gaussian:0.3", split="random", k=3),
 }
+TWO_D = "himmelblau"
 BASELINES = {
     "hct": dict(horizon=400, noise="gaussian:0.3"),
     "hoo": dict(horizon=300, noise="uniform:0.3"),
@@ -46,8 +49,8 @@ BASELINES = {
 ADDED_METRICS = set(checkpoints.MEASURES)
 
 
-def recorded_objective(heterogeneity="shift"):
-    return objectives.make_objective("garland", num_clients=M, heterogeneity=heterogeneity)
+def recorded_objective(heterogeneity="shift", name="garland"):
+    return objectives.make_objective(name, num_clients=M, heterogeneity=heterogeneity)
 
 
 BASE_SEED = 2
@@ -66,7 +69,8 @@ def config(run: str):
 
 def run(name: str):
     heterogeneity = "none" if config(name).noise == "bernoulli" else "shift"
-    return fp.run(config(name), recorded_objective(heterogeneity), seeds=SEEDS, base_seed=BASE_SEED)
+    objective = recorded_objective(heterogeneity, TWO_D if name.endswith("-2d") else "garland")
+    return fp.run(config(name), objective, seeds=SEEDS, base_seed=BASE_SEED)
 
 
 def stored(name: str, result) -> dict:
