@@ -185,6 +185,20 @@ def test_supernode_auth_admits_only_registered_keys(tmp_path):
     assert processes_in(workdir) == []
 
 
+def test_simulation_engine_run_is_fp_runs_run_and_leaves_no_process(tmp_path, reference, xla_cache):
+    """The same app under Flower's simulation engine (flwr run --federation-config num-supernodes=M
+    against a SuperLink started with --simulation; the ClientApps run as Ray actors): fp.run's run."""
+    pytest.importorskip("ray")
+    workdir = str(tmp_path / "simulation")
+    with local.Deployment(M, workdir=workdir, out=io.StringIO(), extra_env=xla_cache, simulation=True) as d:
+        d.start()
+        assert [name for name in d.processes] == ["superlink"]
+        outcome, result = submit(d, tmp_path, "simulation")
+    assert outcome["ok"], outcome
+    assert_same_run(result, reference)
+    assert processes_in(workdir) == []
+
+
 def test_ctrl_c_stops_every_process_it_started(tmp_path, xla_cache):
     workdir = tmp_path / "work"
     command = [sys.executable, "-m", "fedpne_jax", "flower", "local", "--clients", str(M), "--horizon", str(T),

@@ -50,6 +50,9 @@ def add_parser(sub, run_parser, formatter) -> None:
     g.add_argument("--auth", action="store_true",
                    help="SuperNode authentication (with TLS): only SuperNodes whose key, made for this run, is "
                         "registered with the SuperLink may join")
+    g.add_argument("--simulation", action="store_true",
+                   help="Flower's simulation engine (Ray, pip install 'flwr[simulation]') instead of SuperNode "
+                        "processes: the ClientApps run as Ray actors in the SuperLink's simulation process")
     g.add_argument("--function", default=None, metavar="MODULE:FUNCTION",
                    help="the clients' own objective, function(partition_id, points) -> values, instead of "
                         "--objective (MODULE importable from here)")
@@ -100,7 +103,7 @@ def command(args, check_output_file, describe_params) -> int:
         config.update(output=output, state=state)
         report = sys.stderr if args.output == "-" else sys.stdout
         status = local.run_local(problem.num_clients, spec.run_config_of(config), tls=args.tls, auth=args.auth,
-                                 out=report, timeout=args.timeout, workdir=args.workdir, isolation=args.isolation)
+                                 simulation=args.simulation, out=report, timeout=args.timeout, workdir=args.workdir, isolation=args.isolation)
         if not status.get("ok"):
             raise ValueError(f"the Flower run failed: {status.get('message')}")
         with open(output) as fh:

@@ -197,9 +197,13 @@ class Deployment:
 
     def __init__(self, clients: int, tls: bool = False, workdir: Optional[str] = None, node_poll: float = 0.1,
                  exec_poll: float = 0.05, out=None, extra_env: Optional[dict] = None, isolation: str = "warm",
-                 auth: bool = False):
+                 auth: bool = False, simulation: bool = False):
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
+        # Flower's simulation engine: the SuperLink runs the ServerApp and ``clients`` simulated
+        # SuperNodes' ClientApps in one process (Ray actors; flwr[simulation]); no SuperNode process.
+        self.simulation = bool(simulation)
+        isolation = "subprocess" if simulation else isolation
         self.clients, self.tls, self.isolation, self.auth = int(clients), bool(tls or auth), isolation, bool(auth)
         self.node_keys: dict = {}      # partition -> (private, public) key paths, with auth
         self._tmp = None
@@ -250,6 +254,7 @@ class Deployment:
         self.port = port = self.port or free_port()
         env = dict(self.env, **(extra_env or {}))
         isolation = ["--isolation", "process"] if self.isolation == "warm" else []
+        isolation += ["--simulation"] if self.simulation else []
         auth = ["--enable-supernode-auth"] if self.auth else []
         self._start("superlink", ["flower-superlink", *self.tls_args(True), "--port", str(port), *isolation, *auth,
                                   "--disable-runtime-dependency-installation"], env)
@@ -298,7 +303,7 @@ class Deployment:
 
     def start(self) -> Deployment:
         self.start_superlink()
-        for i in range(self.clients):
+        for i in range(0 if self.simulation else self.clients):
             if self.auth:
                 self.register(i)
             self.start_supernode(i)
@@ -393,6 +398,8 @@ class Deployment:
         app = write_app(os.path.join(self.workdir, f"app-{self.submitted}"), run_config)
         self._revive_server_executor()
         command = ["flwr", "run", app, CONNECTION] + (["--stream"] if stream else [])
+        if self.simulation:
+            command += ["--federation-config", f"num-supernodes={self.clients}"]
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=self.env, cwd=self.workdir, start_new_session=True)
         self.processes["flwr-run"] = proc
@@ -450,7 +457,7 @@ class Deployment:
 
 def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeout: Optional[float] = None,
               workdir: Optional[str] = None, node_poll: float = 0.1, isolation: str = "warm",
-              auth: bool = False) -> dict:
+              auth: bool = False, simulation: bool = False) -> dict:
     """One run on a fresh local deployment: {"ok", "message", "status"} (the server's status file)."""
     out = out or sys.stdout
     previous = signal.getsignal(signal.SIGTERM)
@@ -463,7 +470,7 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
         signal.signal(signal.SIGTERM, on_term)
     try:
         with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out, isolation=isolation,
-                        auth=auth) as d:
+                        auth=auth, simulation=simulation) as d:
             status_path = os.path.join(d.workdir, "status.json")
             config = dict(run_config, status=status_path)
             d.start()

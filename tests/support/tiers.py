@@ -60,6 +60,7 @@ FUNCTIONS = {
     "tests/test_flower.py": ["test_noise_free_run_over_flower_is_fp_runs_run_and_leaves_no_process",
                              "test_tls_and_supernode_auth_run_is_the_same_run",
                              "test_supernode_auth_admits_only_registered_keys",
+                             "test_simulation_engine_run_is_fp_runs_run_and_leaves_no_process",
                              "test_a_malformed_reply_is_refused_naming_the_client",
                              "test_noise_free_bbob_run_over_flower_is_fp_runs_run",
                              "test_a_killed_supernode_stops_the_run_with_its_state_kept_and_the_rerun_finishes_it",
