@@ -1,6 +1,6 @@
 """The cost of the wire: Fed-PNE over Flower's deployment engine on localhost, against fp.run.
 
-    python scripts/bench_flower.py [--clients 4,16,64] [--horizon 1000] [--isolation warm] [--out bench_flower.json]
+    python scripts/bench_flower.py [--clients 4,16,64] [--horizon 1000] [--isolation warm] [--out FILE.json]
 
 For each number N of SuperNodes: a SuperLink and N SuperNodes on this machine (fedpne_jax.flower.local),
 one noise-free Fed-PNE run of Garland (shift heterogeneity, M = N, sampling='client', seed 0), and:
@@ -13,7 +13,11 @@ one noise-free Fed-PNE run of Garland (shift heterogeneity, M = N, sampling='cli
   paper's communication count: the means uploaded (floats) x 8 bytes;
 * fp.run of the same run: its compile and run seconds (one seed).
 
-The rows also say whether the Flower run's regret curve equals fp.run's bit for bit.
+The rows also say whether the Flower run's regret curve equals fp.run's bit for bit, and what
+bounds a step: the round trip (the exchange less the slowest client's handler), the objective (that
+handler), the server's ask/tell/save, and the serialisation of the step's messages (building and
+deflating them as Flower does, timed here in one process).  The JSON (default
+docs/bench/flower-<machine>.json) names the processor (/proc/cpuinfo) and the load average.
 """
 from __future__ import annotations
 
@@ -26,12 +30,14 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
 from fedpne_jax.core import processor  # noqa: E402
-from fedpne_jax.flower import local  # noqa: E402
+from fedpne_jax.flower import local, wire  # noqa: E402
 
 
 def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str) -> dict:
@@ -56,12 +62,37 @@ def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str) ->
     return data
 
 
+def machine_name() -> str:
+    """A file-name tag of this processor: vendor, family and model (AMD EPYC family 25 model 1: amd-f25m1)."""
+    found = processor.fields(("vendor_id", "cpu family", "model"))
+    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(found.get("vendor_id", ""), "cpu")
+    return f"{vendor}-f{found.get('cpu family', 'x')}m{found.get('model', 'x')}"
+
+
+def serialise_ms(steps: list, dim: int, repeats: int = 20) -> float:
+    """Milliseconds to build and deflate one step's messages (the median step's slots, one message
+    a client), as the server and the clients do before sending."""
+    from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+    slots = int(statistics.median(s["slots"] for s in steps))
+    clients = max(1, int(statistics.median(s["clients"] for s in steps)))
+    per = max(1, slots // clients)
+    points, counts = np.random.rand(per, dim).astype(np.float32), np.ones(per, np.int64)
+    started = time.perf_counter()
+    for _ in range(repeats):
+        for m in range(clients):
+            for content in (wire.query_content("r", 1, wire.EVALUATE, m, points, counts),
+                            wire.reply_content("r", 1, m, np.zeros(per))):
+                for obj in get_all_nested_objects(content).values():
+                    obj.deflate()
+    return 1e3 * (time.perf_counter() - started) / repeats
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clients", default="4,16,64")
     p.add_argument("--horizon", type=int, default=1000)
     p.add_argument("--isolation", default="warm", choices=local.ISOLATIONS)
-    p.add_argument("--out", default=None, help="also write the rows as JSON here")
+    p.add_argument("--out", default=None, help="the JSON (default: docs/bench/flower-<machine>.json)")
     args = p.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-flower-") as tmp:
@@ -77,11 +108,17 @@ def main(argv=None) -> int:
             flower = data["flower"]
             steps = flower["per_step"]
             uploads = flower["paper_uploads"]
+            median = {key: 1e3 * statistics.median(s[key] for s in steps)
+                      for key in ("seconds", "exchange_seconds", "client_handler_seconds")}
             row = {
                 "supernodes": n, "steps": len(steps),
-                "ms_per_step": 1e3 * statistics.median(s["seconds"] for s in steps),
-                "exchange_ms_per_step": 1e3 * statistics.median(s["exchange_seconds"] for s in steps),
-                "client_handler_ms_per_step": 1e3 * statistics.median(s["client_handler_seconds"] for s in steps),
+                "ms_per_step": median["seconds"],
+                "exchange_ms_per_step": median["exchange_seconds"],
+                "client_handler_ms_per_step": median["client_handler_seconds"],
+                "round_trip_ms_per_step": median["exchange_seconds"] - median["client_handler_seconds"],
+                "server_ms_per_step": median["seconds"] - median["exchange_seconds"],
+                "serialise_ms_per_step": serialise_ms(steps, len(objective.lo)),
+                "ms_per_run": 1e3 * flower["run_seconds"],
                 "server_loop_s": flower["run_seconds"], "wall_s_with_startup": data["wall_seconds"],
                 "sent_bytes_per_step": flower["sent_bytes"] / len(steps),
                 "received_bytes_per_step": flower["received_bytes"] / len(steps),
@@ -89,24 +126,28 @@ def main(argv=None) -> int:
                 "fp_run_compile_s": reference.compile_seconds, "fp_run_run_ms": 1e3 * reference.run_seconds,
                 "same_curve": data["per_seed"]["curves"] == reference.to_dict()["per_seed"]["curves"],
             }
+            row["load_average"] = open("/proc/loadavg").read().split()[:3]
             rows.append(row)
             print(json.dumps(row), flush=True)
     print(f"\nFed-PNE over Flower 1.42 on localhost ({args.isolation} clients), Garland shift, T = {args.horizon}, "
           f"noise-free; {processor.describe()}, {os.cpu_count()} cores\n")
-    print("| SuperNodes | steps | ms/step | exchange ms/step | slowest client ms/step | server loop s | "
-          "wall s (with start-up) | B sent/step | B received/step | paper: uploads x 8 B / step | "
-          "fp.run ms/run (compile s) | same curve |")
-    print("|" + "---|" * 12)
+    print("| SuperNodes | steps | ms/step | round trip ms | slowest client ms | server ms | serialise ms | "
+          "s/run (loop) | s/run (with start-up) | B sent/step | B received/step | paper: uploads x 8 B / step | "
+          "fp.run ms/run (compile s) | same curve | load |")
+    print("|" + "---|" * 15)
     for r in rows:
-        print(f"| {r['supernodes']} | {r['steps']} | {r['ms_per_step']:.0f} | {r['exchange_ms_per_step']:.0f} | "
-              f"{r['client_handler_ms_per_step']:.0f} | {r['server_loop_s']:.1f} | {r['wall_s_with_startup']:.1f} | "
+        print(f"| {r['supernodes']} | {r['steps']} | {r['ms_per_step']:.0f} | {r['round_trip_ms_per_step']:.0f} | "
+              f"{r['client_handler_ms_per_step']:.0f} | {r['server_ms_per_step']:.0f} | "
+              f"{r['serialise_ms_per_step']:.1f} | {r['server_loop_s']:.1f} | {r['wall_s_with_startup']:.1f} | "
               f"{r['sent_bytes_per_step']:.0f} | {r['received_bytes_per_step']:.0f} | "
               f"{r['paper_upload_bytes_per_step']:.0f} | {r['fp_run_run_ms']:.1f} ({r['fp_run_compile_s']:.1f}) | "
-              f"{r['same_curve']} |")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump({"processor": processor.describe(), "cores": os.cpu_count(), "isolation": args.isolation,
-                       "horizon": args.horizon, "rows": rows}, fh, indent=1)
+              f"{r['same_curve']} | {' '.join(r['load_average'])} |")
+    out = args.out or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "bench",
+                                   f"flower-{machine_name()}.json")
+    with open(out, "w") as fh:
+        json.dump({"processor": processor.describe(), "cores": os.cpu_count(), "isolation": args.isolation,
+                   "horizon": args.horizon, "flower": "1.42", "rows": rows}, fh, indent=1)
+    print(f"\nwrote {out}")
     return 0
 
 
