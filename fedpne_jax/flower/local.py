@@ -479,8 +479,9 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
                 with open(status_path) as fh:
                     status = json.load(fh)
             except (OSError, ValueError):
+                executor = f"\nServerApp executor log:\n{d.tail('executor-server')}" if d.isolation == "warm" else ""
                 status = {"ok": False, "message": f"the ServerApp ended without a status (flwr run exited "
-                                                  f"{code}); SuperLink log:\n{d.tail('superlink')}"}
+                                                  f"{code}); SuperLink log:\n{d.tail('superlink')}{executor}"}
             return status
     finally:
         if in_main:
