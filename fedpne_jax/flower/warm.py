@@ -30,6 +30,11 @@ import threading
 import time
 import traceback
 
+# The ServerApp's module at start-up, so that JAX, the package and the app are imported once per
+# executor, not per run (a ClientApp executor imports the same JAX and package for its app).
+from fedpne_jax.flower import server  # noqa: F401
+from fedpne_jax.flower.supernode import quicker_pulls
+
 
 def _parent_watch(parent: int) -> None:
     def watch():
@@ -63,7 +68,6 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
     from flwr.supercore.tls import validate_and_resolve_root_certificates
     from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 
-    from fedpne_jax.flower.supernode import quicker_pulls
     quicker_pulls()
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
 
@@ -132,8 +136,6 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
     from flwr.supercore.tls import validate_and_resolve_root_certificates
     from flwr.superlink.grid import HttpGrid
 
-    from fedpne_jax.flower import server  # noqa: F401  (imported once: JAX, the package, the app)
-    from fedpne_jax.flower.supernode import quicker_pulls
     quicker_pulls()
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
     executor = RuntimeHttpClient.from_server_address(
