@@ -61,3 +61,24 @@ def test_a_huge_bbob_dimension_is_refused_naming_dim(capsys):
     assert main(["run", "--objective", "bbob-f7", "--dim", "100000", "--horizon", "10"]) == 2
     err = capsys.readouterr().err
     assert "dim: BBOB functions are built here for dim <= 1000" in err and "74.5 GiB each" in err
+
+
+@pytest.mark.parametrize("text, value", [("10000", 10000), ("10_000", 10000), ("1e4", 10000), ("2.5e3", 2500)])
+def test_a_count_may_be_written_in_any_exact_spelling(text, value):
+    from fedpne_jax.cli import build_parser
+    args = build_parser().parse_args(["run", "--horizon", text, "--seeds", text])
+    assert args.horizon == value and args.seeds == value
+
+
+@pytest.mark.parametrize("argv, prog, says", [
+    (["run", "--horizon", "1.5"], "fedpne run", "argument --horizon: '1.5' is not a whole number"),
+    (["run", "--seeds", "1e-3"], "fedpne run", "argument --seeds: '1e-3' is not a whole number"),
+    (["sweep", "--chunk-runs", "many"], "fedpne sweep", "argument --chunk-runs: 'many' is not a whole number"),
+    (["run", "--no-such-option"], "fedpne", "unrecognized arguments: --no-such-option"),
+])
+def test_a_bad_command_line_is_refused_in_one_line(argv, prog, says, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert err == f"{prog}: error: {says} ({prog} --help lists the options)\n"

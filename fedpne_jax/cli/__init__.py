@@ -11,7 +11,7 @@ import argparse
 import sys
 import warnings
 
-from fedpne_jax.cli import export, flower, plot, report, reproduce, run, sweep
+from fedpne_jax.cli import common, export, flower, plot, report, reproduce, run, sweep
 from fedpne_jax.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, describe_os_error, load_plugins
 from fedpne_jax.core import compile_cache, host_devices, registry, sharding
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
@@ -21,7 +21,7 @@ COMMANDS = {module.NAME: module for module in (run, sweep, reproduce, plot, repo
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fedpne", description="Federated X-armed bandits in JAX",
+    parser = common.Parser(prog="fedpne", description="Federated X-armed bandits in JAX",
                                      epilog=f"exit status: 0 done; {EXIT_ERROR} invalid input, or an output that "
                                             f"could not be written (a message says which); {EXIT_INTERRUPTED} "
                                             f"interrupted (Ctrl-C).  Compiled programs are kept in "

@@ -28,6 +28,29 @@ class Defaults(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHe
         return action.help if action.default is None else super()._get_help_string(action)
 
 
+class Parser(argparse.ArgumentParser):
+    """Refuses a bad command line in one line, naming the option, instead of argparse's usage block
+    (which buries the one line that matters under every option of the command)."""
+
+    def error(self, message):
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} ({self.prog} --help lists the options)\n")
+
+
+def whole_number(text: str) -> int:
+    """A count given as 10000, 10_000 or 1e4 (an exact whole number in any of Python's spellings)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(value)
+
+
 def plugin_option(p):
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE (a dotted name or a .py file) first, which registers algorithms or "

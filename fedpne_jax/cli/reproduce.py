@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fedpne_jax.cli.common import check_output_folder, devices, plugin_option
+from fedpne_jax.cli.common import check_output_folder, devices, plugin_option, whole_number
 from fedpne_jax.experiments import workers
 from fedpne_jax.paper import figures
 from fedpne_jax.paper.reproduce import reproduce
@@ -24,7 +24,7 @@ def add_parser(sub):
     p.add_argument("figures", nargs="+", metavar="FIGURE",
                    help=f"figure names, or all (every figure but {', '.join(galleries)}, which run by name)")
     p.add_argument("--quick", action="store_true", help="small T and few seeds: every figure in minutes")
-    p.add_argument("--seeds", type=int, default=None, help="seeds of every study (default: the study's, "
+    p.add_argument("--seeds", type=whole_number, default=None, help="seeds of every study (default: the study's, "
                    "100 where runs are cheap)")
     p.add_argument("--out", default="results", help="results folder (sweeps/, figures/, SUMMARY.md)")
     p.add_argument("--memory-gb", type=float, default=None, help="memory budget per device for one call")

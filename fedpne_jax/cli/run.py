@@ -28,6 +28,7 @@ from fedpne_jax.cli.common import (
     device_options,
     devices,
     plugin_option,
+    whole_number,
 )
 from fedpne_jax.core import registry
 from fedpne_jax.core.config import NOISE_KINDS, parse_noise
@@ -65,10 +66,10 @@ def add_parser(sub):
                    "(and those --plugin registers)")
     p.add_argument("--dim", type=int, default=None, help="dimension (ackley, rastrigin, bbob-*)")
     p.add_argument("--instance", type=int, default=None, help="COCO's instance number of a bbob-* objective (1)")
-    p.add_argument("--clients", type=int, default=None, help="M (default: the objective's, 10 for synthetic ones)")
-    p.add_argument("--horizon", type=int, default=None, help="T, rounds per client (default: the objective's, "
+    p.add_argument("--clients", type=whole_number, default=None, help="M (default: the objective's, 10 for synthetic ones)")
+    p.add_argument("--horizon", type=whole_number, default=None, help="T, rounds per client (default: the objective's, "
                    "10000 for synthetic ones)")
-    p.add_argument("--seeds", type=int, default=None, help="number of runs (seed indices 0..S-1; default: the "
+    p.add_argument("--seeds", type=whole_number, default=None, help="number of runs (seed indices 0..S-1; default: the "
                    "objective's, 100 for synthetic ones)")
     p.add_argument("--seed", type=int, default=0, help="base seed: seed i uses fold_in(key(seed), i)")
     p.add_argument("--nu", type=float, default=None,
@@ -94,9 +95,9 @@ def add_parser(sub):
     p.add_argument("--dp-delta", type=float, default=None, help="DP-Fed-PNE's delta (with --dp-epsilon)")
     p.add_argument("--help-params", action="store_true",
                    help="list the parameters of --algorithm (what --set takes) with their defaults, and exit")
-    p.add_argument("--checkpoints", type=int, default=None,
+    p.add_argument("--checkpoints", type=whole_number, default=None,
                    help=f"regret checkpoints, evenly spaced, the last at T (default: {DEFAULT_CHECKPOINTS})")
-    p.add_argument("--capacity", type=int, default=None, help="initial node-table capacity (default: from config)")
+    p.add_argument("--capacity", type=whole_number, default=None, help="initial node-table capacity (default: from config)")
     p.add_argument("--no-grow", action="store_true", help="fail instead of growing a full node table")
     p.add_argument("--memory-gb", type=float, default=None,
                    help="memory budget per device for one call's XLA buffers (default 2); more seeds run in "

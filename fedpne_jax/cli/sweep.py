@@ -8,7 +8,7 @@ import sys
 
 import jax
 
-from fedpne_jax.cli.common import Defaults, check_output_folder, device_options, devices, plugin_option
+from fedpne_jax.cli.common import Defaults, check_output_folder, device_options, devices, plugin_option, whole_number
 from fedpne_jax.core import registry
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
@@ -28,7 +28,7 @@ def add_parser(sub):
     p.add_argument("--out", required=True, help="results folder (created; a rerun resumes it)")
     p.add_argument("--memory-gb", type=float, default=2.0,
                    help="memory budget per device for one call's XLA buffers; sizes the chunks")
-    p.add_argument("--chunk-runs", type=int, default=None, help="runs per call instead of sizing from --memory-gb")
+    p.add_argument("--chunk-runs", type=whole_number, default=None, help="runs per call instead of sizing from --memory-gb")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true",
                    help="discard results of a different definition in --out instead of refusing")
@@ -39,7 +39,7 @@ def add_parser(sub):
     p.add_argument("--algorithms", default=None, help="comma-separated, e.g. fedpne")
     p.add_argument("--clients", default=None, help="comma-separated M values")
     p.add_argument("--horizon", default=None, help="comma-separated T values")
-    p.add_argument("--seeds", type=int, default=None, help="number of seeds")
+    p.add_argument("--seeds", type=whole_number, default=None, help="number of seeds")
     p.add_argument("--seed", type=int, default=None, help="base seed")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a fixed parameter (repeatable)")
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
