@@ -50,8 +50,7 @@ FUNCTIONS = {
     # Ask/tell: the gate keeps the contract for one algorithm of each family (CASES), the Optimizer
     # against fp.run, resume in a new process, file and call refusals; the property test over call
     # sequences and the 500-seed noisy comparisons are thorough.
-    "tests/test_asktell.py": ["test_a_table_outgrown_by_an_ask_is_grown_and_the_step_asked_again",
-                              "test_any_sequence_of_calls_keeps_the_run", "test_box_without_f_star_reports_no_regret",
+    "tests/test_asktell.py": ["test_any_sequence_of_calls_keeps_the_run", "test_box_without_f_star_reports_no_regret",
                               "test_saved_run_continues_in_a_new_process"],
     "tests/test_asktell_noisy.py": ["*"],
     "tests/test_examples_asktell.py": ["*"],
@@ -93,8 +92,7 @@ FUNCTIONS = {
     "tests/test_dp.py": ["test_dp_matches_reference", "test_huge_epsilon_equals_non_dp",
                          "test_regret_rises_as_epsilon_falls"],
     "tests/test_errors.py": ["test_bernoulli_values_outside_unit_interval_are_reported"],
-    "tests/test_evaluations.py": ["test_a_global_combined_from_the_local_values_is_not_evaluated_again",
-                                  "test_both_paths_make_the_same_run",
+    "tests/test_evaluations.py": ["test_both_paths_make_the_same_run",
                                   "test_closed_form_objectives_evaluate_every_row",
                                   "test_evaluations_are_the_pulled_rows_rounded_to_the_block",
                                   "test_numbers_do_not_depend_on_capacity_or_batch",
@@ -116,8 +114,7 @@ FUNCTIONS = {
     "tests/test_hct.py": ["test_garland_pulls_pyxabs_own_hct_points",
                           "test_noise_free_himmelblau_with_reexpansion_pulls_the_reference_points",
                           "test_result_records_the_table"],
-    "tests/test_heterogeneity.py": ["test_local_argmaxes_differ",
-                                    "test_fedpne_runs_on_fourier_heterogeneity",
+    "tests/test_heterogeneity.py": ["test_fedpne_runs_on_fourier_heterogeneity",
                                     "test_mean_of_locals_is_the_original_function",
                                     "test_same_seed_same_perturbation_other_seed_other"],
     # The command line over the host's cores as devices, in a subprocess (26 s of the gate): sharding
@@ -161,8 +158,7 @@ FUNCTIONS = {
                                         "test_uniform_pulls_match_the_jax_objective",
                                         "test_values_match_jax_and_take_one_call_per_batch"],
     "tests/test_pyxab_statistics.py": ["test_final_regret_agrees_with_pyxab"],
-    "tests/test_real_objectives.py": ["test_global_values_combined_from_the_local_ones_are_the_global_functions_bits",
-                                      "test_covid_f_star_is_a_dense_search_maximum", "test_covid_matches_numpy",
+    "tests/test_real_objectives.py": ["test_covid_f_star_is_a_dense_search_maximum", "test_covid_matches_numpy",
                                       "test_covid_nan_dosage_is_reported_as_nan",
                                       "test_covid_none_heterogeneity_gives_every_client_the_global_objective",
                                       "test_digits_matches_numpy_mlp", "test_landmine_fields_come_from_the_key",
@@ -170,8 +166,7 @@ FUNCTIONS = {
                                       "test_programs_have_no_processor_dependent_operation", "test_short_fedpne_run",
                                       "test_vmapped_equals_one_point_at_a_time",
                                       "test_wrong_point_dimension_is_refused"],
-    "tests/test_report.py": ["test_ecdf_axis_is_the_unit_interval_and_win_rates_a_heat_map",
-                             "test_command_line_report_and_its_errors",
+    "tests/test_report.py": ["test_command_line_report_and_its_errors",
                              "test_export_writes_every_checkpoint_of_every_run",
                              "test_ioh_export_is_read_back_by_iohinspector_exact_at_checkpoints_and_targets",
                              "test_report_tables_equal_the_runs"],
@@ -198,8 +193,7 @@ FUNCTIONS = {
     # The two-process test also needs FEDPNE_MULTIPROCESS_TESTS=1, which .ci/run sets.
     "tests/test_sharding.py": ["test_explicit_sampler_on_four_devices_equals_one", "test_four_devices_equal_one",
                                "test_two_processes_equal_one_device"],
-    "tests/test_shared_programs.py": ["test_a_sweep_that_shares_programs_compiles_once_per_algorithm_and_dimension",
-                                      "test_values_equal_the_objective_built_alone",
+    "tests/test_shared_programs.py": ["test_values_equal_the_objective_built_alone",
                                      "test_synthetic_values_equal_the_function_built_alone",
                                      "test_synthetic_functions_of_one_box_share_a_program_and_run_as_the_shared_objective"],
     "tests/test_soo.py": ["test_garland_evaluates_pyxabs_own_soo_points",
@@ -294,10 +288,7 @@ CASES = {
                               ("gaussian-aggregate-*", "gaussian-client-*", "gaussian-explicit-*", "gaussian0.5-dp",
                                "uniform-dp", "bernoulli-*")],
     # The GP baselines' noisy runs against their references: the gate keeps all but BBO (46 s).
-    "tests/test_gp_baselines.py": ["test_noisy_runs_agree_with_reference_in_distribution[[]bbo]"] +
-                                  # a round of 1 and of 5 picks in the gate; longer rounds compile apart
-                                  [f"test_a_round_of_picks_conditioned_at_once_equals_one_pick_at_a_time[[]{n}]"
-                                   for n in (10, 17, 40)],
+    "tests/test_gp_baselines.py": ["test_noisy_runs_agree_with_reference_in_distribution[[]bbo]"],
     # The prefix sums: the gate keeps one element, one block and a second level of blocks.
     "tests/test_portability.py": [f"test_prefix_sums_are_jnp_cumsums_bits_in_a_fixed_order[[]{n}]"
                                   for n in (2, 16, 32, 100, 1000)],
