@@ -62,7 +62,7 @@ def checkout(rev: str, folder: str) -> str:
 
 def measure(tree: str, row) -> dict:
     algorithm, params, clients, seeds = row
-    env = {**os.environ, "PYTHONPATH": tree, "FEDPNE_COMPILE_CACHE": ""}
+    env = {**os.environ, "PYTHONPATH": tree, "FEDPNE_COMPILE_CACHE": "off"}
     done = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps([algorithm, params, clients, seeds])],
                           cwd=tree, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
