@@ -115,9 +115,9 @@ def test_registering_twice_is_a_no_op_and_conflicts_name_the_taken_name(plugins)
         objectives.register("garland", spec.factory)
 
 
-def test_the_describe_hook_and_its_former_name(plugins):
-    """Algorithm(report=...), the hook's name before it became describe (a plugin written against the
-    earlier contract), warns, builds the same Algorithm, and its answer makes the result."""
+def test_the_describe_hook_makes_the_result(plugins):
+    """An Algorithm's describe hook turns its outputs into the result; without one, the metrics it
+    names are kept."""
     from fedpne_jax.core.algorithm import describe
     base = registry.get("random-search")
     config = fp.make_config("random-search", horizon=20, checkpoints=2)
@@ -126,17 +126,14 @@ def test_the_describe_hook_and_its_former_name(plugins):
     def hook(config, tables, outputs):
         return "random-search", config.resolved(), {"twice": 2 * outputs.final_regret}
 
-    with pytest.warns(DeprecationWarning, match=r"Algorithm\(report=\.\.\.\) is now Algorithm\(describe=\.\.\.\)"):
-        old = dataclasses.replace(base, report=hook)
-    assert old == dataclasses.replace(base, describe=hook) and old.report is None
-    name, resolved, metrics = describe(old, config, None, outputs)
+    name, resolved, metrics = describe(dataclasses.replace(base, describe=hook), config, None, outputs)
     assert name == "random-search" and resolved == config.resolved()
     np.testing.assert_array_equal(metrics["twice"], [2.0, 4.0])
     name, resolved, metrics = describe(base, config, None, outputs)      # no hook: the metrics named
     assert name == "random-search" and list(metrics) == ["recommendation"]
     np.testing.assert_array_equal(metrics["recommendation"], [[0.5], [0.25]])
-    with pytest.raises(ValueError, match="give describe= only"):
-        dataclasses.replace(base, report=hook, describe=lambda *a: None)
+    with pytest.raises(TypeError, match="report"):
+        dataclasses.replace(base, report=hook)                # the hook's name before it was describe
 
 
 def test_the_tables_hook_gets_the_objective_and_its_former_one_argument_form_still_works(plugins):

@@ -78,8 +78,7 @@ def test_sweep_equals_grid_and_loader_reads_the_chunks(clean):
     np.testing.assert_allclose(res.stderr, f.std(axis=1, ddof=1) / np.sqrt(SEEDS), rtol=1e-12)
     np.testing.assert_allclose(res.curve_stderr, res.curves.std(axis=1, ddof=1) / np.sqrt(SEEDS), rtol=1e-12)
     assert res.find(c=0.1) == [1] and res.rows()[1]["runs"] == SEEDS and "final regret" in res.table()
-    with pytest.warns(DeprecationWarning, match="rows"):
-        assert res.summary() == res.rows()
+    assert not hasattr(res, "summary")      # rows() is the table as data; a summary() elsewhere is text
 
 
 def test_tiny_memory_budget_gives_many_chunks_and_the_same_results(clean, tmp_path):

@@ -25,8 +25,7 @@ Optional hooks:
   cannot.  Without the hooks, tables are fixed and an overflow is a bug, reported as such;
 * ``describe(config, tables, outputs) -> (result name, resolved config, metrics)``: how one
   configuration's stacked outputs become a result (default: ``name``, ``config.resolved()`` and
-  the outputs named in ``metrics``; :func:`describe` applies it).  ``report=`` is its former name,
-  still accepted with a DeprecationWarning: "report" is the benchmark report of ``fedpne report``.
+  the outputs named in ``metrics``; :func:`describe` applies it).
 
 * ``steps(static, params, space) -> Steps``: the same rules as ``run_single``, cut at the
   evaluation, for :func:`fedpne_jax.stepper` and :class:`fedpne_jax.Optimizer`
@@ -39,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import warnings
 from typing import Any, Hashable, Optional, Protocol, Sequence
 
 import jax
@@ -119,18 +117,6 @@ class Algorithm:
     describe: Optional[Describe] = None
     styles: tuple = ()           # (result name, Style) pairs; the first is the algorithm's own
     steps: Optional[MakeSteps] = None    # ask/tell (fp.stepper, fp.Optimizer); None: fp.run only
-    report: Optional[Describe] = None    # describe's former name (deprecated), moved there on creation
-
-    def __post_init__(self):
-        if self.report is None:
-            return
-        if self.describe is not None and self.describe is not self.report:
-            raise ValueError(f"algorithm {self.name!r}: give describe= only (report= is its former name)")
-        warnings.warn(f"algorithm {self.name!r}: Algorithm(report=...) is now Algorithm(describe=...)",
-                      DeprecationWarning, stacklevel=3)
-        # One field holds the hook, so an algorithm built either way equals the other.
-        object.__setattr__(self, "describe", self.report)
-        object.__setattr__(self, "report", None)
 
     @property
     def grows(self) -> bool:

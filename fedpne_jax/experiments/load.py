@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import warnings
 
 import numpy as np
 
@@ -124,11 +123,6 @@ class SweepResults:
         numbers :meth:`table` prints)."""
         return [dict(labels, mean=float(m), std=float(s), stderr=float(e), runs=int(n))
                 for labels, m, s, e, n in zip(self.configs, self.mean, self.std, self.stderr, self.count)]
-
-    def summary(self) -> list[dict]:
-        """:meth:`rows`, under its former name (deprecated: a ``summary()`` elsewhere is text)."""
-        warnings.warn("SweepResults.summary() is now rows()", DeprecationWarning, stacklevel=2)
-        return self.rows()
 
     def table(self) -> str:
         order = lambda k: (k not in LABEL_ORDER, LABEL_ORDER.index(k) if k in LABEL_ORDER else 0, k)
