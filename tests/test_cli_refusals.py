@@ -82,3 +82,17 @@ def test_a_bad_command_line_is_refused_in_one_line(argv, prog, says, capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2
     assert err == f"{prog}: error: {says} ({prog} --help lists the options)\n"
+
+
+def test_resuming_a_plugin_sweep_without_its_plugin_names_the_plugin(tmp_path, capsys):
+    """The folder's definition records the plugin its algorithms came from: the refusal says which,
+    instead of only listing the built-in algorithms."""
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    plugin = str(tmp_path / "my_algorithms.py")
+    (folder / "sweep.json").write_text(json.dumps({"definition": {"plugins": [plugin]}}))
+    code = main(["sweep", "--objectives", "garland", "--algorithms", "random-search", "--horizon", "100",
+                 "--seeds", "2", "--out", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2 and "got 'random-search'" in err
+    assert f"the sweep in {folder} was made with --plugin {plugin}: give the same to resume it" in err

@@ -4,12 +4,15 @@ top of a file's when one is given, in :func:`from_options`.
 """
 from __future__ import annotations
 
+import json
+import os
 import sys
 
 import jax
 
 from fedpne_jax.cli.common import Defaults, check_output_folder, device_options, devices, plugin_option, whole_number
 from fedpne_jax.core import registry
+from fedpne_jax.experiments import store
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
 from fedpne_jax.experiments.runner import run_sweep
@@ -62,9 +65,18 @@ def command(args) -> int:
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
                                  grid=args.grid, base=base, plugins=args.plugin,
                                  share_programs=args.share_programs or None)
-    report = run_sweep(raw, args.out, memory_gb=args.memory_gb, devices=devices(args.devices),
-                       progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite,
-                       repair=args.repair)
+    try:
+        report = run_sweep(raw, args.out, memory_gb=args.memory_gb, devices=devices(args.devices),
+                           progress=not args.no_progress, chunk_runs=args.chunk_runs, overwrite=args.overwrite,
+                           repair=args.repair)
+    except SweepError as err:
+        missing = [p for p in recorded_plugins(args.out) if p not in raw.get("plugins", [])]
+        if not missing:
+            raise
+        # Resuming without the --plugin the sweep was made with: its algorithms and objectives are
+        # unknown, and the list of built-in ones would not say why.
+        raise SweepError(f"{err}; the sweep in {args.out} was made with "
+                         f"{' '.join('--plugin ' + p for p in missing)}: give the same to resume it") from None
     if jax.process_index() == 0:
         for warning in report.warnings:
             print(f"fedpne: warning: {warning}", file=sys.stderr)
@@ -74,6 +86,17 @@ def command(args) -> int:
         else:
             print(f"read the results with fedpne_jax.load_sweep({args.out!r})")
     return 0
+
+
+def recorded_plugins(folder: str) -> list[str]:
+    """The plugins recorded in the definition of the sweep in ``folder`` (none if it holds no
+    readable one: the sweep itself then says what is wrong with the folder)."""
+    try:
+        with open(os.path.join(folder, store.SWEEP_FILE)) as fh:
+            plugins = json.load(fh)["definition"].get("plugins", [])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    return [p for p in plugins if isinstance(p, str)] if isinstance(plugins, list) else []
 
 
 def from_options(objectives=None, algorithms=None, clients=None, horizon=None, seeds=None, base_seed=None,
