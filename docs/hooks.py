@@ -363,7 +363,17 @@ def gen_study_times() -> str:
     return _table(("study", "wall seconds"), rows)
 
 
-GENERATORS = {"algorithms": gen_algorithms, "params": gen_params, "objectives": gen_objectives, "cli": gen_cli,
+def gen_bench_base(name: str) -> str:
+    """scripts/bench_base.py: fp.run now against an earlier commit, timed interleaved in one run."""
+    data = _load(name)
+    rows = [(r["row"], r["seeds"], f"{r['base_s']:.3f}", f"{r['now_s']:.3f}", f"{r['ratio']:.2f}",
+             f"{r['base_first_s']:.1f} / {r['now_first_s']:.1f}") for r in data["rows"]]
+    return (machine(name) + f"\nBase: `{data['base']}`; now: `{data['now']}`; {data['repeats']} processes per "
+            f"checkout and row, each the fastest of five timed runs (the table: their median).\n\n"
+            + _table(("row", "seeds", "base s", "now s", "now / base", "first call s (base / now)"), rows))
+
+
+GENERATORS = {"algorithms": gen_algorithms, "bench-base": gen_bench_base, "params": gen_params, "objectives": gen_objectives, "cli": gen_cli,
               "bench-engine": gen_bench_engine, "bench-objectives": gen_bench_objectives,
               "bench-trees": gen_bench_trees, "bench-host-devices": gen_bench_host_devices,
               "bench-gpu": gen_bench_gpu, "bench-cmdbuf": gen_bench_cmdbuf, "bench-files": gen_bench_files,
