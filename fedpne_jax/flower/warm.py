@@ -54,40 +54,49 @@ def idle_wait(poll: float, last: float, longest: float = 0.25) -> float:
     return min(longest, poll + 0.05 * (time.time() - last))
 
 
+def _connect(address: str, insecure: bool, certificates, interceptors):
+    """A client of the Runtime API at ``address``, as flwr-clientapp and flwr-serverapp make theirs."""
+    from flwr.supercore.retry import make_simple_http_retry_invoker
+    from flwr.supercore.runtime import RuntimeHttpClient
+    return RuntimeHttpClient.from_server_address(server_address=address, insecure=insecure,
+                                                 root_certificates=certificates, interceptors=interceptors,
+                                                 retry_invoker=make_simple_http_retry_invoker())
+
+
+def _tasks(address: str, insecure: bool, certificates, poll: float, task_type: str):
+    """The tokens of the tasks of ``task_type`` the Runtime API hands this executor, one at a time,
+    asking again after :func:`idle_wait` while it has none."""
+    from flwr.proto.runtime_pb2 import AcquireTaskRequest  # pylint: disable=E0611
+    from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
+    executor = _connect(address, insecure, certificates, [RuntimeVersionHttpInterceptor(component_name="SuperExec")])
+    last = time.time()
+    while True:
+        res = executor.AcquireTask(AcquireTaskRequest(supported_task_types=[task_type]))
+        if res.HasField("task") and res.token:
+            last = time.time()
+            yield res.token
+        else:
+            time.sleep(idle_wait(poll, last))
+
+
 def serve(address: str, insecure: bool, root_certificates: str | None, poll: float) -> None:
     from flwr.app import Error, Message
     from flwr.cli.install import install_from_fab
     from flwr.clientapp.utils import get_load_client_app_fn
     from flwr.common.constant import ErrorCode, SubStatus
-    from flwr.proto.runtime_pb2 import AcquireTaskRequest  # pylint: disable=E0611
     from flwr.supercore.constant import TaskType
     from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
     from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
-    from flwr.supercore.retry import make_simple_http_retry_invoker
-    from flwr.supercore.runtime import RuntimeHttpClient
     from flwr.supercore.tls import validate_and_resolve_root_certificates
     from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 
     quicker_pulls()
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
-
-    def connect(interceptors):
-        return RuntimeHttpClient.from_server_address(server_address=address, insecure=insecure,
-                                                     root_certificates=certificates, interceptors=interceptors,
-                                                     retry_invoker=make_simple_http_retry_invoker())
-
-    executor = connect([RuntimeVersionHttpInterceptor(component_name="SuperExec")])
     installed: dict = {}
     load = get_load_client_app_fn(default_app_ref="", app_path=None, multi_app=True)
-    last = time.time()
-    while True:
-        res = executor.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP.value]))
-        if not (res.HasField("task") and res.token):
-            time.sleep(idle_wait(poll, last))
-            continue
-        last = time.time()
-        client = connect([RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"),
-                          RuntimeTokenHttpInterceptor(res.token)])
+    for token in _tasks(address, insecure, certificates, poll, TaskType.CLIENT_APP.value):
+        interceptors = [RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"), RuntimeTokenHttpInterceptor(token)]
+        client = _connect(address, insecure, certificates, interceptors)
         heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
         heartbeat.start()
         message = context = reply = None
@@ -124,38 +133,25 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
     from flwr.common.config import get_fused_config_from_dir, get_project_config, get_project_dir
     from flwr.common.constant import SubStatus
     from flwr.common.serde import context_from_proto, context_to_proto, fab_from_proto, run_from_proto
-    from flwr.proto.runtime_pb2 import AcquireTaskRequest, PullTaskInputRequest, PushTaskOutputRequest
+    from flwr.proto.runtime_pb2 import PullTaskInputRequest, PushTaskOutputRequest
     from flwr.server.run_serverapp import run as run_serverapp
     from flwr.supercore.constant import TaskType
     from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
-    from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
     from flwr.supercore.logger import flush_logs, mirror_output_to_queue, start_log_uploader, stop_log_uploader
-    from flwr.supercore.retry import make_simple_http_retry_invoker
-    from flwr.supercore.runtime import RuntimeHttpClient
     from flwr.supercore.task_identity import TaskIdentity
     from flwr.supercore.tls import validate_and_resolve_root_certificates
     from flwr.superlink.grid import HttpGrid
 
     quicker_pulls()
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
-    executor = RuntimeHttpClient.from_server_address(
-        server_address=address, insecure=insecure, root_certificates=certificates,
-        interceptors=[RuntimeVersionHttpInterceptor(component_name="SuperExec")],
-        retry_invoker=make_simple_http_retry_invoker())
     log_queue: Queue = Queue()
     mirror_output_to_queue(log_queue)
     installed: set = set()
-    last = time.time()
-    while True:
-        res = executor.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.SERVER_APP.value]))
-        if not (res.HasField("task") and res.token):
-            time.sleep(idle_wait(poll, last))
-            continue
-        last = time.time()
+    for token in _tasks(address, insecure, certificates, poll, TaskType.SERVER_APP.value):
         while not log_queue.empty():        # what was printed between runs belongs to none
             log_queue.get_nowait()
         grid = HttpGrid(runtime_api_address=address, insecure=insecure, root_certificates=certificates,
-                        token=res.token)
+                        token=token)
         heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(grid._runtime_client))
         heartbeat.start()
         context, uploader = None, None
