@@ -266,11 +266,8 @@ class Deployment:
     def start_server_executor(self) -> None:
         """The warm executor of the SuperLink's ServerApp tasks (its Runtime API is the SuperLink's port)."""
         self._start("executor-server", [sys.executable, "-m", "fedpne_jax.flower.warm", "--server",
-                                        *self.runtime_tls_args(), "--runtime-api-address", f"127.0.0.1:{self.port}",
+                                        *self.tls_args(False), "--runtime-api-address", f"127.0.0.1:{self.port}",
                                         "--parent-pid", str(self.processes["superlink"].pid), "--poll", "0.05"])
-
-    def runtime_tls_args(self) -> list:
-        return ["--insecure"] if self.certs is None else ["--root-certificates", self.certs["ca"]]
 
     def start_supernode(self, i: int) -> None:
         while len(self.node_ports) <= i:
