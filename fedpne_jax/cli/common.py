@@ -51,6 +51,11 @@ def whole_number(text: str) -> int:
     return int(value)
 
 
+def results_argument(p):
+    """The run results and sweep folders that plot, report and export read."""
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
+
+
 def plugin_option(p):
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE (a dotted name or a .py file) first, which registers algorithms or "

@@ -2,7 +2,7 @@
 """
 from __future__ import annotations
 
-from fedpne_jax.cli.common import Defaults, check_output_file, check_output_folder
+from fedpne_jax.cli.common import Defaults, check_output_file, check_output_folder, results_argument
 from fedpne_jax.experiments.export import FORMATS, export
 
 NAME = "export"
@@ -13,7 +13,7 @@ def add_parser(sub):
     p = sub.add_parser("export", help="run results and sweep folders as one tidy CSV (a row per configuration, "
                                       "seed and checkpoint) or as IOHprofiler data for IOHanalyzer",
                        formatter_class=Defaults)
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
+    results_argument(p)
     p.add_argument("--format", default="csv", choices=FORMATS,
                    help="csv: one file; ioh: a folder of IOHprofiler data (the ioh extra)")
     p.add_argument("--out", default=None, help="csv: the file to write ('-': standard output; default runs.csv); "

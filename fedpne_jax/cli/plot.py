@@ -2,7 +2,7 @@
 """
 from __future__ import annotations
 
-from fedpne_jax.cli.common import Defaults, check_output_file
+from fedpne_jax.cli.common import Defaults, check_output_file, results_argument
 from fedpne_jax.experiments.plot import plot_results
 
 NAME = "plot"
@@ -12,7 +12,7 @@ INTERRUPTED = "interrupted"
 def add_parser(sub):
     p = sub.add_parser("plot", help="regret curves of run results (--output JSON) and sweep folders, one axes",
                        formatter_class=Defaults)
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
+    results_argument(p)
     p.add_argument("--out", default="regret.png",
                    help="file to write: PNG, or the format its extension names (.pdf, .svg)")
     p.add_argument("--title", default=None, help="the figure's title (none by default)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from fedpne_jax.cli.common import Defaults, check_output_folder
+from fedpne_jax.cli.common import Defaults, check_output_folder, results_argument
 from fedpne_jax.experiments.report import report
 
 NAME = "report"
@@ -16,7 +16,7 @@ def add_parser(sub):
     p = sub.add_parser("report", help="benchmark report of run results and sweep folders: fixed-budget and "
                                       "fixed-target tables (ERT), runtime ECDFs, ranks, win rates, REPORT.md",
                        formatter_class=Defaults)
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
+    results_argument(p)
     p.add_argument("--out", default="report", help="folder to write (created if missing)")
     p.add_argument("--budgets", type=_int_list, default=None,
                    help="rounds of the fixed-budget table, e.g. 100,1000 (default: the checkpoints about 10 %%, "
