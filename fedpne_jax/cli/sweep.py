@@ -4,7 +4,6 @@ top of a file's when one is given, in :func:`from_options`.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -92,9 +91,8 @@ def recorded_plugins(folder: str) -> list[str]:
     """The plugins recorded in the definition of the sweep in ``folder`` (none if it holds no
     readable one: the sweep itself then says what is wrong with the folder)."""
     try:
-        with open(os.path.join(folder, store.SWEEP_FILE)) as fh:
-            plugins = json.load(fh)["definition"].get("plugins", [])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        plugins = store.read_json(os.path.join(folder, store.SWEEP_FILE))["definition"].get("plugins", [])
+    except (OSError, SweepError, KeyError, TypeError, AttributeError):
         return []
     return [p for p in plugins if isinstance(p, str)] if isinstance(plugins, list) else []
 
