@@ -12,6 +12,8 @@ docs/bench/, so that the site cannot drift from either:
 * ``cli``: every command's options, read from ``fedpne_jax.cli.build_parser()``;
 * ``bench-...``: a table of one JSON file of docs/bench/, naming the machine it was measured on.
 
+A page that still shows a docstring's Sphinx role as written fails the build (roles.py renders them).
+
 The functions are plain (``render(markdown)``), so tests/test_docs.py checks them without mkdocs.
 """
 from __future__ import annotations
@@ -34,6 +36,20 @@ FAMILIES = {"fedpne": "Fed-PNE", "trees": "X-armed trees", "arms": "grid arms", 
 
 def on_page_markdown(markdown, page=None, config=None, files=None):
     return render(markdown)
+
+
+LEFT_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|data|attr|exc|obj|const):(?:<code>|`)")
+
+
+def on_post_page(html, page=None, config=None):
+    """Fails the build on a Sphinx role that roles.py left as written (a new role kind, say)."""
+    left = LEFT_ROLE.search(html)
+    if left:
+        from mkdocs.exceptions import PluginError
+        where = page.file.src_path if page is not None else "a page"
+        raise PluginError(f"{where} shows a Sphinx role as written: {html[left.start():left.start() + 60]!r} "
+                         "(docs/roles.py renders the roles it knows)")
+    return html
 
 
 def render(markdown: str) -> str:

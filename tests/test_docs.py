@@ -178,3 +178,31 @@ def test_site_builds_strictly(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-5000:]
+
+
+def test_docstring_roles_become_links_to_the_api_page_or_code():
+    """The API page shows no Sphinx role as written: one naming a documented object links to it (an
+    alias too, through its target), any other is code (docs/roles.py)."""
+    griffe = pytest.importorskip("griffe", reason="the site needs the docs extra: pip install -e \".[docs]\"")
+    import roles
+    extension = roles.SphinxRoles()
+    loader = griffe.GriffeLoader(search_paths=[ROOT], extensions=griffe.load_extensions(extension))
+    loader.load("objectives")
+    package = loader.load("fedpne_jax")
+    run = package["run"].final_target
+    assert "[`fedpne_jax.make_config`][fedpne_jax.make_config]" in run.docstring.value
+    anchors = extension._anchors(loader)
+    executor = package["core.executor"]
+    assert extension.rewrite(loader, anchors, executor, ":func:`fedpne_jax.core.run.run`") == "[`fedpne_jax.core.run.run`][fedpne_jax.run]"
+    assert extension.rewrite(loader, anchors, executor, ":func:`~fedpne_jax.core.executor.execute`") == "`execute`"
+    assert extension.rewrite(loader, anchors, executor, ":class:`fp.Optimizer`") == "[`fp.Optimizer`][fedpne_jax.Optimizer]"
+    assert extension.rewrite(loader, anchors, executor, ":mod:`objectives`") == "`objectives`"
+    left = [obj.path for obj in _objects(package) if obj.docstring is not None and roles.ROLE.search(obj.docstring.value)]
+    assert left == []
+
+
+def _objects(obj):
+    yield obj
+    for member in obj.members.values():
+        if not member.is_alias:
+            yield from _objects(member)
