@@ -1,40 +1,10 @@
 """DOO, the Deterministic Optimistic Optimization of Munos (NIPS 2011), with PyXAB's rules
 (algos/DOO.py), as one policy of the tree skeleton.
 
-A centralized baseline like HCT: one evaluation of the *global* objective per round (noisy if the
-run's noise says so), regret per evaluation, R(t) = sum_{s<=t} f* - f(x_s).  Rules, round t = 1..T:
-
-* Every node is evaluated once, at its centre, and the value kept (the reward, noise included).
-* b = value + delta(h) for an evaluated leaf at depth h.
-* Select: the first node not yet evaluated; when every node is evaluated, expand the leaf with the
-  largest b (the node created last wins ties: PyXAB's ``>=`` over its layers in creation order) and
-  evaluate its lower child.  The root is evaluated in round 1, so a node's row is its round - 1.
-* Recommend: the centre of the evaluated node with the largest value (the last created on ties).
-
-delta (PyXAB's ``delta``, a function of the depth):
-
-* 'pyxab' (default): PyXAB's ``delta_init``, the max over a layer's nodes of max((lo_0 - c_0)^2,
-  (hi_0 - c_0)^2), the squared half side of the cell along the first dimension.  PyXAB's DOO makes
-  every expansion a new layer (``make_children(newlayer=True)``), so a layer is the root or one
-  node's two children, and the max runs over a node and its sibling.  (PyXAB's DOO takes a
-  ``delta`` argument but stores it only when it is None: its default is the only delta it runs.)
-* 'geometric': Munos's delta(h) = c gamma^h, computed as the parent's delta times gamma (the
-  defaults c = 1, gamma = 1/2 give 1 / 2^h).
-
-Exactness and cost.  Noise-free runs in float64 equal PyXAB 0.3.0's own DOO point for point on
-Garland (tests/test_doo.py, where PyXAB is installed) and tests/support/reference_doo.py in every
-mode.  A round costs O(log T): the evaluated leaf's b enters a :class:`tree.Tournament` of the
-leaves, whose root is the best leaf, and the expanded leaf leaves it (an argmax over the table
-every round would make a run O(T^2)).  The recommendation is kept up to date too
-(:class:`tree.RunningBest`: rows are evaluated in creation order and keep their value).  A node's delta is written into its row (U) when it is
-created and b = value + U is formed when it is evaluated.  The table holds T + 2 rows, which no
-run can outgrow (one expansion per two rounds).
-
-Differences from PyXAB: it counts never-evaluated cells as value 0 when it recommends (the upper
-child of an expansion made in round T); here only evaluated cells count.  'geometric' multiplies
-by gamma once per depth, which equals c gamma^h exactly when gamma is a power of two.  Below depth
-MAX_HEIGHT, split='longest' keeps the dimension of depth MAX_HEIGHT (a chain that deep has halved
-each of D sides 2048 / D times: below float64 resolution unless D > 40).
+A centralized baseline: every node evaluated once at its centre, the leaf with the largest
+value + delta(h) expanded.  ``delta``: 'pyxab' (PyXAB's ``delta_init``, default) or 'geometric'
+(Munos's c gamma^h).  The rules, the tournament that makes a round O(log T) and the differences from
+PyXAB: docs/algorithms/trees.md, section "Each algorithm in detail", DOO.
 """
 from __future__ import annotations
 

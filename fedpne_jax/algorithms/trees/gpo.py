@@ -2,57 +2,9 @@
 base tree algorithm (``base``: T-HOO, HCT or VHCT; PCT is GPO over HCT, pct.py, and VPCT over VHCT,
 vpct.py); ``pyxab=True`` is PyXAB 0.3.0's GPO (algos/GPO.py) instead.
 
-A centralized baseline like its base: every round is one evaluation of the *global* objective (noisy
-if the run's noise says so), regret per evaluation.  Parameters as PyXAB's: numax = 1, rhomax = 0.9
-(its defaults), ``base`` ('hoo' by default); every instance has nu = numax and its base's own
-defaults otherwise (HCT: c = 0.1, delta = 0.01).  The budget n is the horizon T.
-
-The paper's rule (default), with D_max = ln 2 / ln(1/rho_max):
-
-* N = ceil((1/2) D_max ln((n/2) / ln(n/2))) instances and L = floor(n / (2N)) rounds per half
-  phase; for i = 1..N: run the base with (nu_max, rho_max^(2N/(2i+1))) for L rounds (a fresh tree,
-  T-HOO with n = L) and take its recommendation x_i (the base's ``recommend``: for HCT and T-HOO the
-  point its next selection would pull, PyXAB's get_last_point); evaluate x_i L times, V[i] the
-  average of these rewards (a running mean).
-* The output is x_i* for i* = argmax V (the first on ties).  The T - 2NL rounds the phases leave
-  (fewer than 2N) evaluate x_i*, which the paper leaves unused.
-* Under split='random' the root of instance i >= 2 is split along the split uniform of the round
-  before its first (a round that evaluates x_(i-1) and splits nothing); instance 1's as tree.init's.
-
-``pyxab=True`` departs from the paper where PyXAB's GPO does (post its PR #28):
-
-* One instance only.  PyXAB makes a phase's instance at its first pull when its counter is 0, but
-  resets the counter in ``pull`` and counts in ``receive_reward``, so from phase 2 on the first pull
-  sees 1: the instance of phase 1 (rho_max^(2N/3)) runs through every phase, with T-HOO's n = T
-  (PyXAB's ``rounds``) and HCT's expand='pyxab' (hct.py).
-* Phase 1 is 2L + 1 rounds, later phases 2L: the instance pulls L rounds (L - 1 after phase 1);
-  its last pulled point (not a recommendation) is evaluated L times into V[phase] (V <- (V w + r) /
-  (w + 1), the product kept out of an FMA), and once more in the phase's last round, whose reward
-  the instance receives as if it had pulled its last node again (``receive_reward`` after the reset
-  of its counter: count, mean and expansion of that node, or of T-HOO's whole last path), except
-  at the start of phase N.
-* In phase N the instance's next point is evaluated L - 1 times without updates (PyXAB drops these
-  rewards), then the best point so far (first argmax of V) is; a copy of it joins the list with V =
-  0.  After the phases, the best point is evaluated; the recommendation is the best point
-  (``get_last_point``).
-* N = 1 makes PyXAB's first ``receive_reward`` fail (argmax of an empty list): refused, naming
-  rhomax.  Either rule refuses horizons with L < 1 or no N.
-
-The schedule is a closed form of the round and the static (N, L, the rule), the same in every run
-of a batch, so the resets and the base's refreshes (meta.py) are branches that only their rounds pay
-for.  Noise-free float64 runs equal tests/support/reference_gpo.py (the paper's loop and a
-line-by-line transcription of PyXAB's GPO, over steppable NumPy HCT and T-HOO instances) for both
-bases, and PyXAB 0.3.0's own GPO and PCT on Garland (tests/test_gpo.py).
-
-Cost.  One node table, the current instance's (its rows are reused by the next; sized for the
-largest instance, meta.py).  A round that runs the instance costs one base selection and one base
-update, as the base alone; a round that evaluates a held point (half of them) costs neither, since
-the round's kind is the same in every run of a batch and so is a branch, not a select.  The base's
-refreshes at s = 2^k touch only the rows its young tree can hold (tree.refresh).  Instances with
-rho near 1 have height bounds of 28-33 (the path buffers' rows), while their trees reach depth 16 at
-T = 10^4: the buffers start at half the bound (tree.PathTables), which a run outgrowing them reruns
-with the whole bound.  Its rates: docs/benchmarks.md.  ``nodes`` and ``depth`` are those of the last
-instance's tree.
+A centralized baseline: parameters as PyXAB's, numax = 1, rhomax = 0.9, ``base`` ('hoo'); the budget
+n is the horizon T.  The schedule is a closed form of the round, so its resets are branches.  The
+paper's rule, the departures of ``pyxab=True`` and the cost: docs/algorithms/trees.md, section "Each algorithm in detail", GPO.
 """
 from __future__ import annotations
 

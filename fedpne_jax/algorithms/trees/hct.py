@@ -1,44 +1,11 @@
 """HCT, the High Confidence Tree of Azar, Lazaric and Brunskill (ICML 2014), with PyXAB's rules.
 
-The paper's centralized baseline (App. E.1): it observes the *global* objective, one noisy
-evaluation per round, and its regret is per evaluation, R(t) = sum_{s<=t} f* - f(x_s), so its
-curve compares with Fed-PNE's per-client average round for round.  The paper ran PyXAB's ``HCT``
-(nu = 1, rho = 0.75) on a random binary partition; PyXAB's defaults are the defaults here
-(nu = 1, rho = 0.5, c = 0.1, delta = 0.01).
+The paper's centralized baseline (App. E.1), as one policy of the tree skeleton: PyXAB 0.3.0's HCT
+(algos/HCT.py) with its defaults (nu = 1, rho = 0.5, c = 0.1, delta = 0.01); ``expand='leaf'`` is
+Azar et al.'s expansion rule, ``expand='pyxab'`` PyXAB's re-expansion of an internal node.
 
-Rules (PyXAB 0.3.0, algos/HCT.py), for round t = 1..T:
-
-* c1 = (rho / (3 nu))^(1/8); t+ = 2^ceil(log2 t).  Traversal uses delta~ = min(1/2, c1 delta / t+),
-  updates min(1, c1 delta / t+); tau_h = ceil(c^2 log(1/delta~) rho^(-2h) / nu^2) for h >= 1, tau_0 = 0.
-* U = mean + nu rho^h + sqrt(c^2 log(1/delta~) / T_node), +inf while T_node = 0.  B = U at a leaf,
-  min(U, max of the children's B) above.
-* Select: from the root, go to the child with the larger B (the upper child on ties) while the node
-  has children and T_node >= tau_h; pull the centre of the node reached.
-* Update: when t is a power of two, recompute U of every node (with t+ = t) and then every B; credit
-  the reward to the pulled node only, recompute its U, then the B of its ancestors; expand it when
-  T_node >= tau_h (``expand='leaf'``: only a leaf, as Azar et al. and the brief state;
-  ``expand='pyxab'``: also an internal node, which PyXAB does when a grown tau_h stopped the descent
-  there: its children are replaced by fresh ones and their subtree dropped).
-* The root and its two children exist from the start (PyXAB expands the root when it is created).
-  The recommendation is the centre of the node the next selection would pull (PyXAB's get_last_point).
-
-Exactness and cost.  U changes only for the pulled node between refreshes, so recomputing B along
-its path equals PyXAB's recomputation of the whole tree every round (new leaves have B = U = +inf,
-which leaves their parent's B = U).  A re-expansion (``pyxab``) changes its node's B only at PyXAB's
-next update, after the next selection has read the old value; we keep that node's path and
-recompute it at the start of the next update, which again equals PyXAB's whole-tree pass.  The
-refresh of all U and B (O(rows x height), over the prefix of the table that the tree can fill by
-round 2^k: tree.refresh) runs on the log2(T) + 1 power-of-two rounds, placed between loop bodies
-(see tree.run_rounds), so no other round pays for it.  Every other round costs
-O(depth): a descent, one reward, one vectorised pass over the path (one gather, one scatter).
-Noise-free runs equal PyXAB 0.3.0's own HCT (expand='pyxab') pull for pull (tests/test_hct.py: 300
-rounds of Garland in float64; 2,000 checked by hand), and tests/support/reference_hct.py in both modes.
-
-Simplifications: t+ is the exact power of two (PyXAB's floating log2 gives 2t+ at t = 2^29 and 2^31);
-means are running means, mean += (r - mean) / T_node, in the run's precision (PyXAB divides a
-float64 sum); the node table has a fixed capacity, the largest tree the thresholds allow (see
-:func:`bounds`), so it never overflows; precision='float32' (default) keeps values and boxes in
-float32 (precision='float64' is PyXAB's arithmetic).
+The rules round by round, why B along the pulled path equals PyXAB's whole-tree pass, the
+refreshes at t = 2^k, the cost and the simplifications: docs/algorithms/trees.md, section "Each algorithm in detail", HCT.
 """
 from __future__ import annotations
 

@@ -1,30 +1,9 @@
 """T-HOO, the truncated Hierarchical Optimistic Optimization of Bubeck, Munos, Stoltz and Szepesvari
-(JMLR 2011), with PyXAB's rules (algos/HOO.py, class T_HOO).
+(JMLR 2011), with PyXAB's rules (algos/HOO.py, class T_HOO), as one policy of the tree skeleton.
 
-A centralized baseline like HCT: one noisy evaluation of the *global* objective per round, regret
-per evaluation.  Rules, for round t = 1..T with n = T the horizon (known to the truncated version):
-
-* U = mean + sqrt(2 ln n / T_node) + nu rho^h, +inf while T_node = 0; B = U at a leaf,
-  min(U, max of the children's B) above.
-* Select: from the root, go to the child with the larger B (the upper child on ties) down to a
-  leaf; pull its centre.
-* Update: credit the reward to every node of the path (root included), recompute their U, expand
-  the leaf when its depth h <= depth_limit, and recompute B.
-* depth_limit defaults to PyXAB's ceil((ln n / 2 - ln(1/nu)) / ln(1/rho)); the root and its two
-  children exist from the start.  The recommendation is the centre of the leaf the next selection
-  would reach (PyXAB's get_last_point).
-
-Exactness and cost: U depends on n, not on t, so only the path's U change in a round and
-recomputing B bottom-up along the path equals PyXAB's pass over the whole tree (the expanded leaf's
-new children have B = +inf, which leaves its B = U).  A round costs O(depth): a descent and one
-vectorised update of the path (one gather, one scatter).  The node table holds the full binary tree
-down to depth_limit + 1 or 3 + 2T rows, whichever is smaller, so it cannot overflow.  Noise-free
-runs equal PyXAB 0.3.0's own T_HOO pull for pull (tests/test_hoo.py: 300 rounds of Garland in
-float64; 2,000 checked by hand) and tests/support/reference_hoo.py.
-
-Simplifications: means are running means, mean += (r - mean) / T_node, in the run's precision
-(PyXAB re-sums a float64 list of rewards for every node every round, which is what makes it slow);
-precision='float32' (default) keeps values and boxes in float32.
+A centralized baseline like HCT; the horizon T is T-HOO's n, and leaves are expanded down to
+``depth_limit`` (PyXAB's default).  The rules, the cost, the node table's size and the
+simplifications: docs/algorithms/trees.md, section "Each algorithm in detail", T-HOO.
 """
 from __future__ import annotations
 

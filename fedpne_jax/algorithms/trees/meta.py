@@ -1,25 +1,9 @@
 """What the meta-algorithms POO and GPO (poo.py, gpo.py, pct.py) share: the base tree algorithms
 they run, instances of a base with their own parameters and clocks, and their host-side sizing.
 
-A base is one :class:`Base` entry of :data:`BASES`: its module (``make_static``, ``make_params``,
-``POLICY``), how an instance's config is made from its (nu, rho) and budget, and how many times
-each node's point was evaluated (POO's paper recommends one of its best instance's evaluated points
-at random).  The bases: ``hct``, ``hoo`` (T-HOO) and ``vhct`` (GPO over VHCT is VPCT, vpct.py).
-
-Instances.  An instance is the base algorithm with its own rho and nu (data: the instances' params
-are stacked on a leading axis) and its own clock: its s-th update is its local round s, which gives
-HCT's t+ and its refreshes (PyXAB's HCT counts its own ``iteration``; T-HOO has no clock), so an
-instance behaves exactly as the base algorithm alone given the same rewards.  Its refresh (HCT:
-every U and B at s = 2^k) runs in the update of the round it falls in, under a ``lax.cond`` whose
-predicate depends on the round and on clocks that only the schedule moves (decided on the host from
-the static): the same in every run of a batch, also in a grid, so the branch stays a branch under
-vmap and the other rounds do not pay for it.
-
-Sizing.  An instance is sized by its base config with its budget u (its updates within the
-horizon) and by 3 + 2u rows and depth 1 + u (every base expands at most one node an update, into
-two new rows or its old children's); the table of every instance has the largest of these.
-Params are stacked with every array padded to the largest shape by repeating its last entry: an
-array indexed by depth or epoch is never read past the instance's own bounds.
+A base is one :class:`Base` entry of :data:`BASES`: ``hct``, ``hoo`` (T-HOO) and ``vhct`` (GPO over
+VHCT is VPCT, vpct.py).  How an instance keeps its own clock and refreshes, and how the instances'
+tables are sized and their params stacked: docs/algorithms/trees.md, section "Each algorithm in detail", "POO and GPO: instances and sizing".
 """
 from __future__ import annotations
 

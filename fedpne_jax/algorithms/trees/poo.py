@@ -2,66 +2,10 @@
 algorithm (``base``: T-HOO, the paper's, HCT, as Shang, Kaufmann and Valko 2019 run it, or VHCT);
 ``pyxab=True`` is PyXAB 0.3.0's POO (algos/POO.py) instead.
 
-A centralized baseline like its base: every round is one evaluation of the *global* objective (noisy
-if the run's noise says so) by the instance the schedule picks, and the regret is per evaluation.
-Parameters as PyXAB's: numax = 1, rhomax = 0.9 (its defaults), ``base`` ('hoo' by default); every
-instance has nu = numax and the base's own defaults otherwise (HCT: c = 0.1, delta = 0.01).
-
-The paper's Algorithm 1 (default), with D_max = ln 2 / ln(1/rho_max) (a binary partition), n the
-evaluations made so far and N the number of instances, from n = 0, N = 1 and one instance
-(nu_max, rho_max):
-
-* while N < (1/2) D_max ln(n / ln n): start N new instances, the i-th (i = 1..N, as printed in
-  both papers: exponents 2N/3 .. 2N/(2N+1), the last rho above rho_max) with rho =
-  rho_max^(2N/(2i+1)), each run for n/N evaluations in turn; then n <- 2n, N <- 2N;
-* evaluate every instance once, in creation order; n <- n + N; and again until the budget T is
-  spent (mid-block if it ends there).
-* Every instance then has n/N evaluations, and mu[s] is the average of its rewards (a running mean
-  in the run's precision).  The output is "a random point evaluated by HOO(s*)", s* = argmax mu[s]
-  over the instances evaluated at least once (the first on ties): here its j-th evaluation, j =
-  floor(u n_s*) for u round T + 1's split uniform (:func:`recommendation_uniform`), evaluations
-  counted in the order of their nodes' rows (creation order), so each evaluation is equally likely.
-* Reading of the printed loop: it says "while N >= (1/2) D_max ln(n / ln n)", which read literally
-  never ends (n = 0 stays 0 when doubled); its comment "ensure there is enough HOOs" and the GPO
-  paper's N = ceil((1/2) D_max ln((n/2) / ln(n/2))) ask for N < .  ln(n / ln n) is taken in IEEE
-  arithmetic: -inf at n = 0 (the first instance is evaluated once before any other starts), +inf
-  at n = 1.
-* An instance is its base run alone on its own clock (meta.py): T-HOO with n its own budget (the
-  evaluations it gets within T, known on the host), HCT with expand='leaf' (Azar et al.'s rule).
-
-``pyxab=True`` departs from the paper where PyXAB's POO does (post its PR #28):
-
-* It starts from N = n = 2 with no instance; a batch creates instances for phases p = phase..N-1
-  with rho = rho_max^(2N/(2p+1)), each run for ceil(n/N) evaluations; the first batch has phase = 1,
-  so it creates one instance (rho_max^(4/3)) for one evaluation, later ones N (rho_max^(2N) ..
-  rho_max^(2N/(2N-1))); then n and N double.  Its condition is N <= (1/2) D_max ln(n / ln n).
-* Its round robin cycles over the instances it has, which may be fewer than N (one instance for
-  N = 4 after its first batch), and adds N to n per cycle.
-* Its mu is V <- (V w + r) / (w + 1) with w = the batch's evaluation counter while an instance is
-  created, and w = ceil(n/N) (not the instance's count) in the round robin; the product is kept out
-  of an FMA, so float64 runs take PyXAB's numbers bit for bit.
-* Its recommendation (``get_last_point``) is the point the best instance (first argmax of V) would
-  pull next.  T-HOO's n is the horizon T for every instance (PyXAB's ``rounds``); HCT has
-  expand='pyxab' (PyXAB's HCT also re-expands an internal node, hct.py).
-* Where its first round comes before any instance exists (rho_max below about 0.832), PyXAB's
-  ``pull`` fails (``algo_counter`` is unset): refused here, naming rhomax.
-
-Both schedules are decided on the host from (T, rho_max, pyxab) as O(log T) segments in the static
-(a segment runs its instances one after the other for a fixed number of rounds each, or cycles over
-the first K), so every run of a batch knows which instance acts in round t from t alone.
-Noise-free float64 runs equal tests/support/reference_poo.py (the paper's loop and a line-by-line
-transcription of PyXAB's, over steppable NumPy HCT and T-HOO instances) for both bases, 2-D with
-random splits, and PyXAB 0.3.0's own POO on Garland (tests/test_poo.py; over 1,500 rounds with
-either base by hand).
-
-Cost.  The instances' tables are one (N, capacity, width) array (tree.TreeStatic.instances = N, at
-least 2; each sized as meta.py says, for the largest instance).  A round selects and updates the
-acting instance on a copy of its rows, O(capacity) to copy and write back: a vmapped update of all
-N instances scatters N paths a round (17x slower at T = 3,000), a vmapped selection runs N descents
-(2.5x).  Per run and round, 100 seeds, rho_max = 0.9 (N = 32), on a loaded 2-core machine: 9 us
-over T-HOO and 14 us over HCT at T = 3,000; 23 and 26 us at T = 10^4, where T-HOO alone with rho =
-0.9 takes 12 us (its tree is as deep as the deepest instance's).  ``nodes`` counts the rows of every
-instance (3 for one that never ran); ``depth`` is the deepest instance's.
+A centralized baseline: every round is one evaluation by the instance the schedule picks.
+Parameters as PyXAB's: numax = 1, rhomax = 0.9, ``base`` ('hoo').  Both schedules are decided on the
+host as O(log T) segments; instances are meta.py's.  The paper's Algorithm 1 and how its loop is
+read, the departures of ``pyxab=True``, the recommendation and the cost: docs/algorithms/trees.md, section "Each algorithm in detail", POO.
 """
 from __future__ import annotations
 

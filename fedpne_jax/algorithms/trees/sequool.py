@@ -1,38 +1,9 @@
 """SequOOL, the sequential Optimistic Optimization with a Lipschitz-free rule of Bartlett, Gabillon and
 Valko (ALT 2019), with PyXAB 0.3.0's rules (algos/SequOOL.py), as one policy of the tree skeleton.
 
-A centralized baseline like DOO and SOO: one evaluation of the *global* objective per round (noisy if
-the run's noise says so), regret per evaluation.  Parameter-free: PyXAB's budget n is the horizon T.
-
-* h_max = floor(n / H_n), H_n = sum_{i<=n} 1/i (PyXAB's float64 sum, in increasing i).
-* Rounds 1, 2 evaluate the root's two children.  Then, for depth h = 1 .. h_max, the floor(h_max /
-  h) unopened nodes of depth h with the largest values are opened one after another (all of them
-  when the depth has fewer): opening a node makes its two children and evaluates them in the next
-  two rounds.  Among a depth's unopened nodes the largest value wins, the node created last on
-  ties (PyXAB's ``>=`` over its layer in creation order).  A node's value is its one reward.
-* Once the sweep is done (if T allows it), every round evaluates the root's centre, and such
-  rounds are not candidates for the recommendation (as in PyXAB).  The recommendation is the
-  evaluated node with the largest value, the last evaluated on ties (PyXAB's ``get_last_point``).
-
-The paper counts its budget in openings; PyXAB in evaluations, two an opening, and stops wherever
-round n falls.  This module follows PyXAB: at T = 10^4, h_max = 1,021 and the sweep takes 9,690
-rounds (the tree is 1,022 deep); at T = 10^6, h_max = 69,479 and round T falls at depth 16,709.
-The tree is that deep because SequOOL opens at least one node of every depth up to h_max: below
-about 53 halvings per dimension (float64; 24 in float32) a child's box equals its parent's, as in
-PyXAB.  No descent walks such a tree, so the skeleton's MAX_HEIGHT does not bound it.
-
-The schedule does not depend on the values: depth h has exactly 2 o_(h-1) nodes (o_0 = 1) and
-opens o_h = min(floor(h_max / h), 2 o_(h-1)) of them, so which round opens which depth, and which
-rows hold a depth's nodes, are decided on the host (:func:`schedule`).  A node's row is the round
-that evaluates it (row 0, the root, is evaluated only after the sweep).  When a depth starts, its
-nodes (a window of consecutive rows) are sorted once by value and row, and its openings take them
-in that order: the j-th opening is the j-th best, as PyXAB's repeated argmax gives.  The sort is a
-branch whose predicate is the round alone, the same in every run of a batch or grid, so the other
-rounds do not pay for it; a run costs O(T) elementwise plus one sort of at most
-``Schedule.window`` values per depth.
-
-Noise-free float64 runs equal tests/support/reference_sequool.py and PyXAB's own SequOOL point for
-point (tests/test_sequool.py).
+A parameter-free centralized baseline (PyXAB's budget n is the horizon T) whose schedule does not
+depend on the values, so it is decided on the host (:func:`schedule`).  The rules, PyXAB's count in
+evaluations, the depth of its trees and the cost: docs/algorithms/trees.md, section "Each algorithm in detail", SequOOL.
 """
 from __future__ import annotations
 

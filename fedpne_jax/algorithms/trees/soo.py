@@ -1,40 +1,10 @@
 """SOO, the Simultaneous Optimistic Optimization of Munos (NIPS 2011), as one policy of the tree
 skeleton; ``pyxab=True`` is PyXAB 0.3.0's SOO (algos/SOO.py) instead.
 
-A centralized baseline like HCT and DOO: one evaluation of the *global* objective per round (noisy
-if the run's noise says so), regret per evaluation.  Every node is evaluated once, at its centre,
-in creation order (the root in round 1, so a node's row is its round - 1); a node's value is that
-reward.  When every node is evaluated, the rule below picks the leaf to expand, and its two
-children are evaluated in the next two rounds.
-
-* Paper (default): sweeps over the depths.  A sweep starts with v_max = -inf and runs over depths
-  h = 0 .. min(depth of the tree when it starts, h_max); at each depth the leaf with the largest
-  value is expanded if its value is >= v_max, which then becomes v_max.  One round is one
-  evaluation, so an expansion's children are evaluated before the sweep moves to the next depth,
-  where they are leaves like the others.  At most 2^(h_max + 2) - 1 nodes can be evaluated.
-* ``pyxab=True``: PyXAB's ``pull`` restarts its sweep at depth 0 with v_max = -inf in every
-  round and returns the first node it meets that is not evaluated.  Traced through, this expands
-  the shallowest depth that still has leaves, once all of them are evaluated, its leaves in
-  decreasing order of value: a breadth-first search, at most 2^(h_max + 1) - 1 evaluations
-  (PyXAB loops forever beyond that; here such a horizon is refused).  tests/test_soo.py checks it
-  against a literal transcription of PyXAB's loop and against PyXAB itself.
-
-Ties go to the node created last (PyXAB's ``>=`` over its layers).  The recommendation is the
-evaluated node with the largest value (the last created on ties; PyXAB scans depth by depth, which
-differs only for equal values at different depths).  The budget is not an input of either rule:
-both run for any T within the bound above.
-
-Cost.  The leaf to expand at depth h is the better of two candidates: the first not yet expanded of
-depth h's leaves as of the last rebuild (every :data:`REBUILD` rounds, the leaves in order of depth,
-value and row; the leaf expanded at a depth is always its best, so the expanded ones are the first
-of their depth), kept per depth in ``kept_*``, and the best of the leaves evaluated since.  A
-rebuild merges the leaves evaluated since (sorted: REBUILD entries) into the last rebuild's, less
-the expanded ones; it reads and writes only the smallest of :func:`_windows` that holds every
-leaf.  A round costs O(height + REBUILD) elementwise, a rebuild O(leaves + REBUILD log leaves).
-Sorting all the leaves at each rebuild (about 0.35 us a row on the CPU) was most of a run, and
-reading every depth's candidate from the sorted leaves in each round (a cache miss per depth)
-half of a round.  The recommendation is kept as a :class:`tree.RunningBest`, since every node is
-evaluated once, in row order.
+A centralized baseline: every node evaluated once at its centre, sweeps over the depths expanding
+each depth's best leaf (the paper), or PyXAB's ``pull``, which amounts to a breadth-first search.
+The two rules, the ties, the recommendation and the per-depth candidates and rebuilds that bound a
+round's cost: docs/algorithms/trees.md, section "Each algorithm in detail", SOO.
 """
 from __future__ import annotations
 

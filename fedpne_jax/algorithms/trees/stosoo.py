@@ -2,56 +2,10 @@
 2013), as one policy of the tree skeleton; ``pyxab=True`` is PyXAB 0.3.0's StoSOO (algos/StoSOO.py)
 instead.
 
-A centralized baseline like SOO: one evaluation of the *global* objective per round (noisy if the
-run's noise says so), regret per evaluation.  A node is evaluated at its centre, up to k times; after
-T >= 1 evaluations its b-value is b = mean + sqrt(log(n k / delta) / (2 T)) (mean: the sum of its
-rewards over T; n: the config's horizon), +inf before.  A sweep runs over depths h = 0, 1, ... from
-v_max = -inf; at each depth it takes the leaf with the largest b (ties: the one created last) and, if
-that b is >= v_max, evaluates it once (one round) while it has fewer than k evaluations, or else
-expands it and sets v_max to its b.  Nothing happens after the T-th evaluation.
-
-* Paper (default): Algorithm 1's sweeps, one after the other, each over depths 0 .. min(depth of
-  the tree when it starts, h_max); an evaluation is one step of a sweep, which goes on at the next
-  depth in the next round.  The leaf of a depth is the best of all its leaves, and the v_max test
-  comes before both actions, as in the authors' MATLAB code and in PyXAB.  The recommendation is the
-  paper's output: the centre of the node with the largest mean among the deepest expanded nodes (the
-  root while none is).
-* ``pyxab=True``: PyXAB's ``pull`` starts a new sweep in every round, over depths up to
-  min(depth + 1, h_max) with the depth re-read after each expansion, and returns the first node it
-  evaluates.  Traced through, its v_max never refuses a leaf (an expansion is followed, one depth
-  down, by its two children at b = +inf), so a round acts at the shallowest depth that has leaves:
-  its best leaf is evaluated, or expanded and its upper child evaluated.  The recommendation is
-  ``get_last_point``'s: the node with the largest mean among those of the deepest depth, where a
-  node never evaluated counts as mean 0.
-
-The rule is data, not structure: both rules share one compiled program (a grid over ``pyxab``, k
-or delta is one compilation).
-
-Departures of ``pyxab=True`` from PyXAB: where PyXAB's ``pull`` ends its sweep without evaluating
-(its last step expanded a node at depth h_max), it returns None; here the sweep starts again, as the
-next ``pull`` would.  PyXAB's mean is ``np.sum`` of the rewards over T, which NumPy adds pairwise
-from 8 terms on; here the sum is a running one, the same number for up to 7 rewards (with k <= 7
-the means are PyXAB's bit for bit: tests/test_stosoo.py checks PyXAB's own points without noise).
-
-Defaults as PyXAB's: k = ceil(n / ln(n)^3) (1 for n = 1, where PyXAB divides by zero), h_max = 100
-(PyXAB's, not derived from n), delta = 1 / sqrt(n).  Every node down to depth h_max can be evaluated
-k times, so at most k (2^(h_max + 1) - 1) evaluations are possible (then every sweep is empty, and
-PyXAB's ``pull`` returns None); a longer horizon is refused.  A node is expanded only after k
-evaluations, so at most floor(T / k) expansions are made: the table holds 1 + 2 floor(T / k) rows.
-
-Split dimensions (split='random'): the first expansion after round t's evaluation splits along the
-dimension of round t's split uniform (the skeleton's rule), the j-th after it along that of a hash
-of the uniform and j (:func:`split_uniform`); :func:`run_split_dims` recomputes them on the host.
-
-Cost.  ``extra`` keeps every row's b, and its depth while it is a live leaf, so that a step of a sweep
-is three passes over two (capacity,) arrays: the first depth from h on whose best leaf reaches v_max
-(or the first depth with leaves, for a new sweep), the largest b there, and its last row.  Every run
-takes one step a round, in which an evaluation ends the round's search, and so does an expansion
-below the sweep's last depth (its upper child, the last leaf at b = +inf one depth down, is evaluated
-next); what remains (a sweep that ends on an expansion, several expansions at depth h_max) goes to a
-loop, whose carry under vmap holds the table.  A round costs O(T / k), O(ln^3 T) with the default k:
-on Garland at T = 10^4 with 100 seeds on two CPU cores, about 1.5x SOO's pulls per second under
-either rule (k = 13, 1,539 rows), against 10^4 pulls/s with k = 1 (20,001 rows).
+SOO for noisy evaluations: a node is evaluated up to k times and ranked by an upper bound.  The rule
+is data, so both rules share one compiled program.  The paper's sweeps and PyXAB's ``pull``, the
+departures, the defaults (PyXAB's k, h_max, delta), the split dimensions and the cost:
+docs/algorithms/trees.md, section "Each algorithm in detail", StoSOO.
 """
 from __future__ import annotations
 

@@ -1,34 +1,9 @@
 """StroquOOL, the stochastic version of SequOOL (Bartlett, Gabillon and Valko, ALT 2019), with PyXAB
 0.3.0's rules (algos/StroquOOL.py), as one policy of the tree skeleton.
 
-A centralized baseline: one evaluation of the *global* objective per round (noisy if the run's noise
-says so), regret per evaluation.  Parameter-free: PyXAB's budget n is the horizon T.
-
-* h_max = floor(n / (2 (H_n + 1)^2)) (H_n PyXAB's harmonic sum, sequool.harmonic), p_max = floor(log2
-  h_max); horizons with h_max < 1 (T < :func:`min_horizon`) are refused, as PyXAB fails there.
-* Rounds 1..h_max evaluate the root's lower child, h_max + 1..2 h_max its upper child.
-* For depth h = 1..h_max and p = floor(log2(h_max / h)) down to 0, one step: among the depth-h nodes
-  that are not opened and were evaluated at least 2^p times, the one with the largest mean (the last
-  created on ties) is opened: its lower child is evaluated 2^p times, then its upper child 2^p
-  times.  (PyXAB keeps the previous step's node when none qualifies; that never happens, because
-  depth h - 1 opened a node for every p >= 0 of depth h's, but the rule is kept.)
-* Cross-validation: for p = 0..p_max, the candidate is the evaluated node (any depth up to h_max;
-  PyXAB's never-computed means of depth h_max + 1 are -inf) with at least 2^p evaluations and the
-  largest mean, the last created on ties.  The candidates' rewards are cleared and each is
-  evaluated h_max times, in order; a node that is several candidates keeps the rewards of all its
-  turns.  The recommendation is the candidate with the largest mean of those rewards (the last in
-  order on ties), and every later round evaluates it (its rewards are ignored).
-* A mean is numpy's: np.sum of the node's rewards (pairwise, :func:`numpy_sum`) over their count.
-
-The whole schedule is decided on the host from T (:func:`schedule`): which round evaluates which
-row, where each block of a node's evaluations ends, which depths' rows a step chooses from.  A
-round writes its reward into a block buffer; the mean is taken when the block ends, under a branch
-chosen by the round alone (as are the choices of the candidates and of the recommendation, once a
-run), so the other rounds pay for none of them.  The algorithm ends long before T (at T = 10^4,
-h_max = 42 and round 1,412): the rest of the horizon evaluates the recommendation.
-
-Noise-free float64 runs equal tests/support/reference_stroquool.py and PyXAB's own StroquOOL point
-for point (tests/test_stroquool.py).
+A parameter-free centralized baseline (PyXAB's budget n is the horizon T): openings, then a
+cross-validation of the candidates, all scheduled on the host from T (:func:`schedule`); means are
+numpy's pairwise sums (:func:`numpy_sum`).  The rules and the cost: docs/algorithms/trees.md, section "Each algorithm in detail", StroquOOL.
 """
 from __future__ import annotations
 

@@ -2,83 +2,10 @@
 collaboration towards general and efficient black-box optimization", 2021), as one policy of the tree
 skeleton; ``pyxab=True`` is PyXAB 0.3.0's VHCT (algos/VHCT.py) instead.
 
-A centralized baseline like HCT: one evaluation of the *global* objective per round (noisy if the
-run's noise says so), regret per evaluation.  VHCT is HCT (hct.py) with a variance-adaptive,
-Bernstein-type statistical error in place of HCT's Hoeffding term, and per-node thresholds tau
-derived from it.  Parameters and defaults as PyXAB's constructor: nu = 1, rho = 0.5, c = 0.1,
-delta = 0.01, bound = 1 (b, the range of the noise); the budget n is the config's horizon T.
-
-Rules, for round t = 1..T (the schedule is HCT's: c1 = (rho / (3 nu))^(1/8), t+ = 2^ceil(log2 t),
-delta~ = min(1/2, c1 delta / t+) in the thresholds and min(1, c1 delta / t+) in U, L = log(1/delta~)):
-
-* A node keeps its count T_node, its mean and its empirical variance V = (1/T_node) sum (r - mean)^2
-  (0 until it has two rewards).
-* U = mean + SE + nu rho^h with SE = sqrt(2 c^2 V L / T_node) + 3 b c^2 L / T_node; +inf while
-  T_node = 0.  B = U at a leaf, min(U, max of the children's B) above.
-* tau_{h,i} = ceil(c^2 L rho^(-2h) / nu^2 (V + 3 b nu rho^h + sqrt(V^2 + 6 b nu rho^h V))), the
-  least T_node at which SE <= nu rho^h (the optimum-statistical collaboration: a node is split once
-  its statistical error is below its resolution); tau_0 = 0.  Unlike HCT's tau_h it is per node.
-* Select: from the root, go to the child with the larger B (the upper child on ties) while the node
-  has children and T_node >= tau_{h,i}; pull the centre of the node reached.
-* Update: when t is a power of two, recompute every U (with t+ = t, each node's own V) and then
-  every B; credit the reward to the pulled node (count, mean, variance), recompute its U, then the B
-  of its ancestors; expand it if it is a leaf and T_node >= tau_{h,i} of its updated variance.
-* The root and its two children exist from the start; the recommendation is the centre of the node
-  the next selection would pull (PyXAB's get_last_point).
-
-``pyxab=True`` departs from the paper where PyXAB does:
-
-* V is floored at 1e-3 (PyXAB's ``minvariance``, also the variance of a node with no reward), in U
-  and tau alike; PyXAB's tau divides by V (it writes sqrt(V^2 + 6 b nu rho^h V) as
-  V sqrt(1 + 6 b nu rho^h / V)).  Without noise every V is then 1e-3; under the paper's rule it is 0,
-  U = mean + 3 b c^2 L / T_node + nu rho^h and tau_{h,i} = ceil(3 b c^2 L rho^(-h) / nu).
-* The expansion test compares the count after the reward with the tau computed at the round's
-  selection, from the variance before the reward (PyXAB stores tau in the node when it traverses).
-* An internal node is expanded too when its test passes (it was pulled because a grown tau stopped
-  the descent there): its children are replaced by fresh ones and their subtree dropped, and its B
-  changes only at the next update, as under HCT's ``expand='pyxab'`` (hct.py), whose pending path
-  this reuses.
-* Its arithmetic is PyXAB's, operation for operation (U = (mean + SE) + nu rho^h, the products of
-  its expressions in its order), so that float64 runs equal PyXAB's own VHCT without noise
-  (tests/test_vhct.py checks 300 rounds of Garland, pull for pull).
-
-Under both rules VHCT keeps HCT's schedule and takes it from hct.py: c1, t+, delta~ and its two
-caps, the epoch k of a round, the refresh at t = 2^k between the round's selection and its update
-(PyXAB's order, as hct.py has it), the pending path of a re-expanded node, and the cap on the node
-table.
-
-Statistics.  The variance is Welford's running sum of squared deviations M2 (+= (r - old mean)(r -
-new mean), kept out of an FMA), one (capacity,) array in ``extra`` beside the table's COUNT and
-MEAN, written for the pulled row only (and zeroed for children that take their predecessors' rows);
-V = M2 / T_node.  Rewards that are all equal keep mean and M2 exact (M2 = 0), so noise-free runs
-take the rules' V = 0 (paper) or 1e-3 (PyXAB) exactly.  PyXAB's np.var of its reward list is the
-same number up to rounding.
-
-Exactness and cost.  As in HCT, only the pulled node's U (and now V, hence its tau) changes between
-refreshes, so the B of its path equal PyXAB's whole-tree recomputation; the descent computes each
-visited node's tau from its count and M2 (one gather of M2 per step), so no threshold is stored.  A
-round costs O(depth): the descent, one path gather and scatter (tree.update_path), one M2 gather and
-scatter (the pulled node's count and mean come with the selection's choice, not from the table); the
-refresh of all U and B (O(capacity x height)) runs on the log2(T) + 1 powers of two, between loop
-bodies (tree.descend, whose stop rule sees the node's row index).  On Garland at T = 10^4, 100
-seeds on two CPU cores take about twice HCT's time (4.4 s against 2.3 s; a deeper tree: height
-bound 16 against 9, 863 rows against 209), and under ``pyxab`` 2.3 times that again (13,339 rows,
-which the refreshes sweep).
-
-Capacity.  A leaf of depth h is expanded only after tau_{h,i} >= tau_h^- pulls of its own, where
-tau_h^- = ceil(3 b c^2 L(t+ = 1) rho^(-h) / nu) bounds tau_{h,i} from below for any V >= 0 and t
-(less a relative 1e-6 for the device's rounding, and at least 1); tau_h^- grows with h.  Paper: every
-node is expanded at most once, so HCT's shallow-first count applies (E_h <= 2 E_{h-1}, sum_h E_h
-tau_h^- <= T).  ``pyxab``: a re-expansion puts two new nodes into old rows, which may then be
-expanded into new rows; each re-expansion costs a pull of its own.  Depth 1 (the root is never
-pulled) holds two nodes, whose expansions give four nodes of depth 2; every other expansion into new
-rows is of depth >= 3 (>= tau_3^- pulls) or of a node a re-expansion made (>= tau_2^- pulls and half
-of that re-expansion's pull): about 4T/3 rows with the defaults.  Height: sum_{h<H} tau_h^- <= T,
-under both rules.
-
-Simplifications as HCT's: t+ is the exact power of two; means are running means in the run's
-precision (PyXAB averages its list of rewards); the table's capacity is the bound above;
-precision='float32' (default) keeps values in float32, precision='float64' is PyXAB's arithmetic.
+HCT (hct.py, whose schedule it reuses) with a variance-adaptive, Bernstein-type statistical error and
+per-node thresholds; parameters and defaults as PyXAB's constructor (nu = 1, rho = 0.5, c = 0.1,
+delta = 0.01, bound = 1).  The rules, the departures of ``pyxab=True``, the running variance, the cost
+and the table's capacity: docs/algorithms/trees.md, section "Each algorithm in detail", VHCT.
 """
 from __future__ import annotations
 

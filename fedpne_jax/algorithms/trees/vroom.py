@@ -1,43 +1,11 @@
 """VROOM (Gabillon, Tutunov, Valko and Bou Ammar, "Derivative-Free & Order-Robust Optimisation",
 2020), with PyXAB 0.3.0's rules (algos/VROOM.py), as one policy of the tree skeleton.
 
-A centralized baseline: one evaluation of the *global* objective per round (noisy if the run's noise
-says so), regret per evaluation.  Parameters PyXAB's: ``h_max`` (100), ``b`` and ``f_max`` (which
-PyXAB requires; here both default to 1).  With n = T, H = floor(log2 n) and
-delta = 4 b / (f_max sqrt(n)):
-
-* The partition is the complete binary tree of depth H, made before round 1 (under split='random' a
-  random dimension per cell, as PyXAB's ``deepen`` draws them).
-* Each round, the cells of every depth h = 1..H are ranked by mean - sqrt(log(4 n^3 / delta) / (2 m))
-  (m the cell's evaluations, mean the average of their rewards; -inf before the first; ties in the
-  partition's order, left to right, as PyXAB's stable sort leaves them).  One cell is drawn, depth
-  and rank together, with probability 1 / (h rank K), K = sum_{h=1..H} sum_{l=1..2^h} 1 / (h l).
-* The point is uniform in the drawn cell (PyXAB descends from it by random children to depth h_max
-  and samples uniformly in the cell it reaches: a uniform point of the drawn cell).  Its reward is
-  credited to the drawn cell and to each cell below it that holds the point, down to depth
-  min(H, max(h, h_max)) (PyXAB's ``update_list``; deeper cells are never ranked).
-* The recommendation is the centre of the depth-H cell ranked first.
-
-Departure from PyXAB: its ``get_last_point`` scores every cell by its reward sum minus
-f_max sqrt(2 n K log(2 n^2 / delta) S), S the sum of the ranks the cell was given, one per round;
-the cells below depth H are never ranked (S = 0), so it returns a random point of the most rewarded
-cell below depth H.  Here the recommendation is the best-ranked cell of the deepest ranked depth.
-(PyXAB also keeps each reward divided by its probability, the paper's importance weights, but its
-``get_reward_tilde`` returns the plain sum, and nothing else reads them; the ranking above is the
-one its ``pull`` uses.)
-
-Layout and cost.  The cells are arrays in heap order (cell k's children are 2k and 2k + 1, depth h
-holds k = 2^h .. 2^(h+1) - 1, the root is 1, slot 0 is unused): evaluations, reward sums, the
-ranking statistic and each cell's rank within its depth.  A round moves one cell per depth on the
-credited path, so the ranks are kept up to date rather than sorted: a cell's rank changes by one
-when a moved cell passes it, and a moved cell's new rank counts the cells of its depth that beat it.
-Drawing the cell is a binary search of one 64-bit word among the host-computed cumulative
-probabilities (integers, so the draw is exact and the same in NumPy).  A round is O(2^(H+1)), about 2T elementwise steps;
-PyXAB sorts every depth every round in Python.
-
-Random numbers: the cells' split dimensions and each round's draw come from their own stream of
-the run's key, so they do not touch the skeleton's (noise, split) uniforms: :func:`draws` returns
-them on the host for tests/support/reference_vroom.py.
+A centralized, fixed-budget baseline that draws a ranked cell of a complete binary tree each round;
+parameters PyXAB's: ``h_max`` (100), ``b`` and ``f_max`` (1 and 1 here).  Its random numbers come
+from their own stream of the run's key (:func:`draws` returns them for the NumPy reference).  The
+rules, the departure of the recommendation from PyXAB's, the heap layout and the cost:
+docs/algorithms/trees.md, section "Each algorithm in detail", VROOM.
 """
 from __future__ import annotations
 

@@ -1,38 +1,9 @@
 """Zooming, the adaptive-discretisation bandit of Kleinberg, Slivkins and Upfal (STOC 2008), with
 PyXAB 0.3.0's rules (algos/Zooming.py), as one policy of the tree skeleton.
 
-A centralized baseline: one evaluation of the *global* objective per round (noisy if the run's noise
-says so), regret per evaluation.  Parameters PyXAB's: ``nu`` (1), ``rho`` (0.9).
-
-* Arms are points, each with a cell of the binary partition.  At the start the root is split once
-  and its children's centres are the two arms.  Phase i covers rounds 2^i - 1 .. 2^(i+1) - 2
-  (after t rewards the phase is floor(log2(t + 2))).
-* Each round pulls the arm with the largest index mean + 2 sqrt(8 i / (2 + n)) (n its pulls, mean 0
-  before its first; the last made on ties, PyXAB's ``>=`` in insertion order).
-* After its reward, the mean (mean n + r) / (n + 1) and the phase are updated; if then
-  sqrt(8 i / (2 + n)) <= nu rho^h (h its cell's depth), the cell is split: the arm moves to the
-  child that holds its point (the upper one when the point is on the cut, as PyXAB's loop leaves
-  it), and the other child's centre becomes a new arm when the point lies outside it.
-* The recommendation is the arm the next round would pull (PyXAB's ``get_last_point``).
-
-Arms are rows of one padded table: pulls, mean, the cell's depth and box, and the point.  The
-cells themselves are not stored: a split reads only the pulled arm's cell, and a cell that no arm
-holds (the lower half when the point is on the cut) is never read again.  The run's ``nodes`` and
-``depth`` are counted on each split (two cells a split, the root and its children at the start).
-A round therefore reads one row and writes at most two (the pulled arm's and the new arm's), in one
-scatter.  Each arm's index is kept beside the table: only the credited and the new arm's change,
-except when the phase moves (13 times in 10^4 rounds), when every index is recomputed; the phase
-depends on t alone, so that stays a branch under vmap.  The selection is then the last largest
-index, :func:`tree.last_max` of A values (docs/benchmarks.md gives its rates).
-
-The arm table starts at START_ARMS rows and grows fourfold for the runs that outgrow it (their
-numbers do not depend on its size), up to what the host's bound allows: a split at depth h needs
-n >= 8 / (nu^2 rho^(2h)) - 2 pulls of its arm (the phase is at least 1), so at most T / max(1,
-that) splits happen at depth h.  (Garland, T = 10^4: 22 arms and 75 cells, where that bound is
-5,836 arms.)
-
-Noise-free float64 runs equal tests/support/reference_zooming.py and PyXAB's own Zooming point for
-point (tests/test_zooming.py).
+A centralized baseline whose arms are points with a cell of the binary partition; parameters PyXAB's,
+``nu`` (1) and ``rho`` (0.9).  The rules, the padded arm table (START_ARMS rows, grown fourfold up to
+the host's bound) and the cost: docs/algorithms/trees.md, section "Each algorithm in detail", Zooming.
 """
 from __future__ import annotations
 
