@@ -1,28 +1,11 @@
 """The finite arm set of the multi-armed baselines (Fed1-UCB, FN-UCB): a grid with a random start.
 
-Paper, App. E (Fed1-UCB, reused for FN-UCB): "We select the K arms from each dimension of the domain
-by first randomly selecting a starting point around the boundaries, and then uniformly construct a
-meshgrid.  For example, for the case X = [0, 1] and K = 100, we first select the starting point
-uniformly randomly from [0, 0.01], and then select the other arms by constructing a uniform mesh
-from [0.01, 1]."  Read literally, per dimension d with cell width w_d = (hi_d - lo_d) / K:
-
-* arm 0 is lo_d + w_d * u_d, u_d ~ U[0, 1) drawn from the run's key (:func:`start_offsets`);
-* arms 1..K-1 are K - 1 evenly spaced points from lo_d + w_d to hi_d, both included
-  (``numpy.linspace(lo + w, hi, K - 1)``); with K = 2 that is the single point lo_d + w_d.
-
-So only arm 0 moves from run to run (within the first cell); runs differ mainly through the noise.
-(The other reading, a whole grid shifted by the random start, lo + w (u + j), would be a one-line
-change in :func:`axis_points`.)
-
-In D dimensions the arms are the Cartesian product of the per-dimension points, K^D arms, ordered
-with the first coordinate slowest (``itertools.product`` order); each dimension has its own start.
-``arms`` in the configurations is K per dimension; by default the largest K with K^D <= 100 (K = 100
-in one dimension, 10 in two, 4 in three), at least 2, so the default arm count stays near the
-paper's one-dimensional K = 100 instead of growing as 100^D.
-
-The objective is deterministic, so ``fp.run`` evaluates every arm's global value and the M local values
-once per run (:func:`run_arms`): a pull then only indexes a table.  An ask/tell run has only the
-values it is told; both read them through the same rules (each algorithm's ``steps``).
+Paper, App. E (Fed1-UCB, reused for FN-UCB), read literally: per dimension, arm 0 is drawn in the
+first of K cells (:func:`start_offsets`) and arms 1..K-1 are ``numpy.linspace(lo + w, hi, K - 1)``
+(:func:`axis_points`); in D dimensions the K^D arms are the Cartesian product.  ``arms`` is K per
+dimension (default: the largest K with K^D <= 100).  :func:`run_arms` evaluates every arm once per
+run.  The full reading, the order of the arms and the alternative reading:
+docs/algorithms/arms.md, section "The grid of arms".
 """
 from __future__ import annotations
 

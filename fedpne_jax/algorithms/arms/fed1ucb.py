@@ -1,54 +1,12 @@
 """Fed1-UCB (Shi & Shen, "Federated Multi-armed Bandits", AAAI 2021) on the grid arms of App. E.
 
 The paper's rules, as its public code (github.com/ShenGroup/FMAB, ``Fed1_UCB_CR.py``) runs them with
-a fixed set of M clients:
+a fixed set of M clients: phased elimination, every client pulling every active arm f = ceil(kappa ln
+T) times a phase, then commitment to the last arm.  :func:`plan`, :func:`upload`, :func:`advance`,
+:func:`commit` and :func:`finish` are shared by ``fp.run`` and the ask/tell :func:`steps`.
 
-* Arms: K^D grid points with a random start (:mod:`fedpne_jax.algorithms.arms`).
-* Phase p: while more than one arm is active, every client pulls every active arm f = ceil(kappa ln T)
-  times, arm after arm in index order (f consecutive rounds per arm; all clients pull the same arm in
-  the same round), so the phase lasts |active| f rounds.  The paper's experiments use kappa = 1 (the
-  public code uses 10, with which, the paper reports, Fed1-UCB did not finish its first phase).
-* After a phase each client uploads its mean reward of every active arm over all its pulls so far
-  (n = p f pulls per arm, the same for every active arm); the server averages them over clients,
-  mu_k = (1/M) sum_m mu_{m,k}, and eliminates arm k when mu_k + B < max_{j active} mu_j - B with
-  B = sqrt(4 sigma^2 ln T / (M n)) (the public code's tuned constant).
-* With one arm left, every client pulls it until T (commitment).
-* A phase that would pass round T is cut at T: clients follow its schedule until T; it uploads and
-  eliminates nothing (as Fed-PNE's cut phase).
-
-Regret: every client pulls the same arm in a round, so the per-client average
-(1/M) sum_m sum_{s<=t} (f* - f(x_{m,s})) with the global f equals sum_{s<=t} (f* - f(x_s)).
-
-sigma (the sub-Gaussian scale in B), unless given: the noise scale for 'gaussian:s'; 1/2 for
-'bernoulli' (every [0, 1]-valued reward is 1/2-sub-Gaussian; the public code's sigma = 1/2); a/sqrt(3)
-for 'uniform:a' (uniform noise is strictly sub-Gaussian: E exp(l X) = sinh(l a)/(l a) <= exp(l^2 a^2/6),
-so its best sub-Gaussian scale is its standard deviation); 0 for 'none' (B = 0: after the first
-phase only the arms with the largest mean survive).
-
-Simplifications and choices, all exact or stated:
-
-* Sampling: a phase only matters through each client's mean of f pulls per arm.  With Gaussian or no
-  noise it is drawn exactly as N(f_m(x_k), s^2/f) (one draw per client and arm); with Bernoulli or
-  uniform noise every pull is drawn and summed.  Only active arms are drawn, 8 at a time (random
-  bits dominate a phase's cost, and late phases have few active arms).  A phase cut at T draws
-  nothing (it uploads nothing).
-* Regret needs only the arms pulled: per phase, prefix sums of f (f* - f(x)) over the active arms in
-  pull order (a fixed-order scan) give R(t) at every checkpoint, O(K log K + C) per phase.  Running
-  cost: O(K log K + C + |active| M) per phase; the number of phases is at most T / (2 f) (a phase
-  has at least two arms).
-* The server's max runs over the active arms (the public code's ``nanmax`` also sees the stale
-  means of eliminated arms, which the paper's rule does not).
-* f = max(1, ceil(kappa ln T)) (T = 1 would give f = 0).
-* ``recommendation``: the active arm with the largest server mean after the last completed phase (the
-  committed arm once one is left); arm 0 if no phase completed.
-
-Ask/tell (:func:`steps`): a step is a phase, each client's pulls of the active arms in pull order
-((M, K) slots; f each, fewer in a phase cut at T), told as each client's mean of them, then the
-commitment as one step (T - t pulls of the last arm).  ``fp.run`` reads its rewards and regret from
-tables of every arm's values; the stepper has only the told means (and, with an Objective, its
-noise-free global values at the pulled arms for the book), and both apply :func:`plan`,
-:func:`upload`, :func:`advance`, :func:`commit` and :func:`finish`.  With a box, the book's f at an
-arm is the clients' average of their told means.
+The rules, the default sigma per noise, the exact sampling of a phase, the regret and the departures
+from the public code: docs/algorithms/arms.md, section "Fed1-UCB in detail".
 """
 from __future__ import annotations
 

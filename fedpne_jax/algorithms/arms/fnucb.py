@@ -2,61 +2,13 @@
 
 As the authors' public code runs it (github.com/daizhongxiang/Federated-Neural-Bandits,
 ``run_fn_ucb.py``, the paper's App. E.5 setting), on the K^D grid arms of
-:mod:`fedpne_jax.algorithms.arms` (network input: the arm rescaled to [0, 1]^D):
+:mod:`fedpne_jax.algorithms.arms`: a 20-wide ReLU network, neural-tangent features, communication
+every round.  :func:`start`, :func:`select`, :func:`update` and :func:`finish` are shared by
+``fp.run`` and the ask/tell :func:`steps`.
 
-* Network: one hidden ReLU layer of width m = 20, f(x; theta) = w2 . relu(W1 x + b1) + b2, every
-  weight and bias drawn N(0, 1) (theta_0), shared by all clients.  p = m (D + 2) + 1 parameters.
-* g(x) = grad_theta f(x; theta_0), the neural tangent features at the initial weights (fixed).
-* Client i, round t: UCB^b(x) = <g(x), theta_bar> + nu sqrt(lam) ||g(x)||_{V_bar^-1} with
-  V_bar = lam I + W_sync + W_new,i, theta_bar = V_bar^-1 (B_sync + B_new,i);
-  UCB^a(x) = f(x; theta_agg) + nu2 sqrt(lam) ||g(x)||_{V_sync_NN^-1}, V_sync_NN^-1 the clients'
-  average of (V_local,i)^-1, V_local,i = lam I + sum of the client's own g g^T, theta_agg the
-  average of the clients' networks.  It pulls argmax alpha_t UCB^a + (1 - alpha_t) UCB^b with
-  alpha_t = 0 for t <= 3, (t - 3)/700 after, 1 from t = 703 (t counted from 0; UCB^b alone while
-  alpha_t = 0).
-* Communication every round (the public code's D = 0): W_sync, B_sync gain every client's
-  g g^T and r g; every client then trains its own network (continuing from its weights) by 30
-  full-batch gradient steps (SGD, lr 1e-2, weight decay lam/n) on the MSE over its own history of
-  n points, and the server averages the networks and the V_local inverses.  A round t joins the
-  history, and training happens, only while alpha_{t+1} > 0 and t < 2000 (the public code's
-  ``stop_training_after_iter``); after that theta_agg stays fixed.  lam = nu = nu2 = 0.1.
-
-Exact reformulations (same numbers as the rules above in exact arithmetic):
-
-* With communication every round and the same arms for every client, all clients hold the same
-  V_bar, theta_bar, V_sync_NN and theta_agg, so they pull the same arm every round: these are kept
-  once per run, V_bar = lam I + M sum_s g_s g_s^T and V_local = lam I + sum_s g_s g_s^T.  What stays
-  per client: its network and its rewards.
-* The arms are fixed, so the MSE over a client's history is a weighted MSE over the K arms (count
-  and reward sum per arm): each training step costs O(K p), not O(n p).  The gradient is written
-  out by hand with fixed-order sums (so a seed's numbers do not depend on its batch); optax applies
-  the SGD step with weight decay.
-* The public code inverts V in float32 every round.  With bandit-like pulls (M = 10, most pulls on a
-  few arms) V's condition number reaches ~10^6 after 10^3 rounds and ~10^7 after 10^4, where a
-  float32 inverse, Cholesky factor or Sherman-Morrison update is off by 100 % or more.  We keep the
-  whitened features w_k = L^-1 g(x_k) (V = L L^T) and w_B = L^-1 B instead, updated in product form
-  after each pull: V + s g g^T = L (I + s v v^T) L^T with v = L^-1 g, so
-  w_k <- w_k - c v (v . w_k), c = s / (r (1 + r)), r = sqrt(1 + s |v|^2), O(K p) per round, and
-  ||g_k||^2_{V^-1} = |w_k|^2, <g_k, theta_bar> = w_k . w_B.  Relative error ~1e-4 after 10^4 rounds in
-  float32 against float64 (tests check 500 updates at condition number > 10^5).
-
-Simplifications, stated:
-
-* Arms instead of contexts: the public code's agents see fresh random contexts every round; here every
-  client sees the same K grid arms every round (App. E).
-* Regret uses the global objective at the pulled arm (the public code records the noisy reward).
-* ``train_every`` (the public code's per-agent ``delay``, default 1) trains every r-th history point
-  only; it is the knob that makes long horizons cheaper: a training round costs ~25x a round
-  without (M x 30 steps over the history's arms; measured 3 ms vs 0.12 ms at M = 10, K = 100).
-* ``recommendation``: the arm pulled most often (lowest index on ties).  ``phases``: communication
-  rounds (= T).  Messages per round and client: W_new and V_local^-1 (p^2 each), B_new (p), the
-  network (p) when trained; not counted per seed.
-
-Ask/tell (:func:`steps`): a step is a round, every client asked one pull of the round's arm ((M, 1)
-slots) and told its reward; ``fp.run`` and the stepper apply :func:`start`, :func:`select`,
-:func:`update` and :func:`finish`, ``fp.run`` reading rewards from tables of every arm's values, the
-stepper from the told values (the book: the Objective's noise-free global value at the arm, or with a
-box the clients' average of the told values).
+The rules, the exact reformulations (shared statistics, per-arm histories, whitened features in
+product form), ``train_every`` and the other simplifications: docs/algorithms/arms.md, section
+"FN-UCB in detail".
 """
 from __future__ import annotations
 

@@ -1,27 +1,13 @@
 """Objective values at the rows of the node table that a phase pulls, and a count of what they cost.
 
-A phase pulls rows [0, used) of the node table (used <= count <= capacity; the rest is padding, or
-nodes a phase cut at T never reaches), and nothing reads a value at any other row: regret, the
-checkpoints' partial regret and the flags are masked by the pulls, and estimates of unpulled rows
-are read only in a phase that completes, where every active row is pulled.
+A phase pulls rows [0, used) of the node table and nothing reads a value at any other row.  A
+closed-form or host-evaluated objective is evaluated on every row in one call, an iterative one at
+the pulled rows only, BLOCK rows at a time (``block_rows``, from
+:func:`fedpne_jax.core.blocks.kind`); every estimate reports ``evaluated``, which :func:`counts`
+turns into evaluations on the host.
 
-How the rows are evaluated depends on the objective (``block_rows``, decided once per objective,
-from :func:`fedpne_jax.core.blocks.kind`): a closed-form or host-evaluated objective on every row
-in one call, an iterative one (a model fit or a simulation per (point, client)) at the pulled rows
-only, BLOCK rows at a time, in a loop of ceil(used / BLOCK) trips (:func:`fedpne_jax.core.blocks.at_rows`).
-Under vmap the loop runs until the lane with the most pulled rows is done; the others' extra trips
-are discarded.
-
-Values do not depend on the block or the capacity (see core.blocks).  The two paths can differ in
-the last bit of regret for objectives whose value ends in a product: with every row evaluated in
-one call, XLA may fuse that product with f* - f into one FMA; a value leaving the loop never is.
-
-Counting: every estimate reports ``evaluated``, int32 (4,): rows evaluated at the global site (none
-where the global values are combined from the local ones, objectives.averages), rows at the local
-site (one row: all M clients), pull blocks whose points were evaluated (PULL_BLOCK
-points per client, at both sites), and evaluation calls at the node centres (one per phase; with
-every row evaluated each costs ``capacity`` rows per site).  Small units keep a run's totals within
-int32; :func:`counts` turns them into evaluations on the host.
+Why values do not depend on the block, the last-bit difference between the two paths, and the
+four counters: docs/algorithms/fedpne.md, section "Evaluating the pulled rows".
 """
 from __future__ import annotations
 

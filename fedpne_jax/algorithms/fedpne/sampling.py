@@ -1,27 +1,13 @@
 """Rewards of one phase: what the clients observe when they pull the nodes, and the regret paid.
 
-Three samplers, all exact in distribution (see FedPNEConfig.sampling):
+Three samplers, all exact in distribution (see FedPNEConfig.sampling): ``aggregate`` (the server's
+mean drawn directly), ``client`` (each client's mean drawn) and ``explicit`` (every pull simulated,
+a block at a time: pulls.py).  Randomness is keyed by table row in blocks of ROW_BLOCK rows, never by
+the table's capacity.
 
-* ``aggregate``: the server's mean (1/M) sum_m mu_m,i of client means is drawn directly as
-  f(x_i) + N(0, (sigma^2 + sigma_dp^2) / (n M)).  Exact for Gaussian (or no) noise with centre
-  pulls because f is the mean of the local objectives and independent Gaussians sum to a Gaussian.
-* ``client``: each client m draws its mean of n pulls, f_m(x_i) + N(0, (sigma^2 + sigma_dp^2)/n), or
-  Binomial(n, f_m(x_i))/n (+ N(0, sigma_dp^2/n) under DP) for Bernoulli rewards (Algorithm 1),
-  vmapped over clients; the server averages them (Algorithm 2).
-* ``explicit``: every pull is simulated: a point (the centre, or uniform in the node), its reward
-  with per-pull noise, and the regret at that point, a block of pulls at a time (pulls.py): memory
-  is bounded for any n, and each draw is keyed by (phase key, pull, row, client), so results do
-  not depend on the batch, the capacity or the device.
-
-With centre pulls the objective is evaluated at the node centres once per phase and site (global,
-and local for the client and explicit samplers): on every row of the table for a closed-form
-objective, on the pulled rows only, in blocks, for an iterative one (evaluation.py).  Uniform points
-are evaluated pull by pull.  Each estimate counts its evaluations.
-
-Randomness is keyed by table row in blocks of ROW_BLOCK rows (see _row_draws), never by the table's
-capacity, so a run repeated with a larger table gives the same numbers.  Each block draws all its
-clients' randomness in one call per kind of draw: XLA compiles every random call site separately, and
-one hash batch per block costs far less than one key per row.
+What each sampler draws and when it is exact, where the objective is evaluated, and how the
+randomness is keyed: docs/algorithms/fedpne.md, section "Sampling a phase" (and
+docs/concepts/semantics.md).
 """
 from __future__ import annotations
 

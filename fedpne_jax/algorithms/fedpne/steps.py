@@ -1,29 +1,12 @@
 """Ask/tell for Fed-PNE and DP-Fed-PNE: :func:`engine.run_single`'s phase loop cut at the clients.
 
-A step is a phase (Algorithms 1-2).  ``ask`` writes the last phase's checkpoints and forms K
-(phase.write_span, phase.expand_until_ready, as the loop's trip begins) and asks each of the M
-clients to pull every node of K at its centre n_h times, the last phase cut at T
-(phase.schedule): points (M, B, D) and counts (M, B), B the node table's capacity, 0 past |K|.
-``tell`` takes the clients' means (M, B) of those pulls, averages them as the server does
-(sampling.server_mean, the 'client' sampler's average) and does all that run_phase does after its
-estimate (phase.conclude): aggregation, elimination, regret, recommendation.  With an Objective
-space the regret is booked at its global values at the centres, as ``fp.run`` books it; with a box,
-at the server's means (f* - mean; NaN without f*).
+A step is a phase (Algorithms 1-2): ``ask`` asks each of the M clients to pull every node of K at
+its centre, ``tell`` takes the clients' means and does all that run_phase does after its estimate
+(phase.conclude).  :func:`privatize` is DP-Fed-PNE's client-side noise.  Only centre pulls are asked.
 
-A run told the objective's noise-free local values, client m's objective.local(x, m), is
-``fp.run``'s noise-free run with sampling='client' (or 'explicit' with centre pulls, whose server
-mean is the same) bit for bit; the 'aggregate' sampler's server mean is the global value itself,
-which the mean of the local values may miss in the last bit (then an elimination may differ).
-
-DP-Fed-PNE (Appendix D) adds its noise on the client side, to each reward before the client's
-mean: :func:`privatize` is that step, for a client's means, and the stepper's ``tell`` takes means
-already privatised.  ``Stepper.evaluate(query, key)`` applies it after the observation noise (the
-``privatize`` of :class:`~fedpne_jax.core.stepper.Steps`).
-
-A run is done at T or when a flag stops it (phase.runs); later asks are empty.  A node table that
-overflows stops the run with FLAG_CAPACITY (``failed``): the caller replays the told values on
-``Stepper.grown()``, whose table plan.grow makes GROWTH times larger (results do not depend on it).
-Only centre pulls are asked: pull='uniform' (a point drawn in each node per pull) is refused.
+What ask and tell hold, when a told run equals ``fp.run``'s bit for bit, the regret booked with a
+box, and a table that overflows (``Stepper.grown()``): docs/algorithms/fedpne.md, section "Ask and
+tell".
 """
 from __future__ import annotations
 

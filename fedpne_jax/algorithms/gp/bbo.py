@@ -3,21 +3,9 @@ local values of a round as observations of one objective).  The paper ran Wang e
 BO; here the batch is chosen by the GP-BUCB rule (Desautels, Krause & Burdick, JMLR 2014), the
 standard batched GP-UCB.
 
-Round t picks M candidates one after another: pick m maximises mu_fb(x) + beta sigma_{t,m-1}(x), where
-mu_fb is the posterior mean at the last feedback (the end of round t - 1) and sigma_{t,m-1} is the
-posterior standard deviation after conditioning on the m - 1 points already picked this round
-("hallucinated" observations: a GP's variance does not depend on the values).  Client m evaluates
-pick m on its local objective f_m with noise; then the mean is conditioned on the M values.  Regret
-is the per-client average (1/M) sum_m sum_s (f* - f(x_{m,s})) with f the global objective, as for
-Fed-PNE.
-
-Choices, all stated: beta is IGP-UCB's (gpucb: B + R sqrt(2(gamma + 1 + ln(1/delta))), gamma the
-information gain of every point picked so far, hallucinated ones included), not GP-BUCB's
-exp(C)-inflated beta; lam = 1 + 2/(M T) (IGP-UCB's 1 + 2/n with n = M T observations); B = 1,
-delta = 0.1, R = the noise's sub-Gaussian constant (the clients' shifts are not modelled); kernel
-exp(-||x - y||), l = 1; candidates as in gp.  A round costs O(M K^2) whatever t is (M rank-one
-covariance updates, applied in one pass over the K x K matrix: gp.condition_many), instead of
-refitting an (M t) x (M t) GP.
+Round t picks M candidates one after another with hallucinated observations, and client m evaluates
+pick m on its local objective.  The rule, the regret and the choices stated (beta, lam, B, delta, R,
+kernel, cost per round): docs/algorithms/gp.md, section "BBO".
 """
 from __future__ import annotations
 

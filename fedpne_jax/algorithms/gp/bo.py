@@ -1,29 +1,9 @@
 """BO: Bayesian optimisation with expected improvement, GPyOpt's defaults in spirit (the paper's BO,
 App. E.1 "The BO Algorithm", ran GPyOpt with its defaults), on the global objective (centralized).
 
-GPyOpt's default loop, as followed here: 5 initial points drawn at random, then every round the
-maximiser of expected improvement (jitter xi = 0.01) under a GP with a Matern-5/2 kernel (signal
-variance 1) fitted to the standardised observations (normalize_Y: z = (y - mean(y)) / std(y), std with
-ddof 0), noise variance 0.01 in those units (GPyOpt's starting value, 0.01 Var(Y)), and the incumbent
-taken as the best posterior mean at an observed point (GPyOpt's get_fmin).  For maximisation,
-with mu, sigma the standardised posterior on the candidates,
-
-    u = (mu(x) - best - xi) / sigma(x),      EI(x) = sigma(x) (u Phi(u) + phi(u)).
-
-Simplifications, all stated:
-
-* Hyper-parameters are fixed (no marginal-likelihood refit each round, which is what makes GPyOpt
-  O(n^3) per round): length-scale l = 0.2 on the unit box (maximum-likelihood fits of a Matern-5/2
-  GP to 10-300 noisy Garland samples gave 0.14-0.66), signal variance 1, noise variance 0.01.
-* EI is maximised over the K candidates of gp (100 randomly shifted mesh points in 1-D), not by
-  L-BFGS over the box; the 5 initial points are candidates drawn uniformly with replacement
-  (``initial_index``: a random word modulo K); ties go to the lowest index.
-* Standardisation is exact and incremental: with prior mean m = mean(y) the posterior mean is
-  m + A y - m A 1 (A = k(x, X)(K + lam I)^{-1}), so A y and A 1 are kept by the same rank-one
-  updates and the running mean and standard deviation (Welford) are applied when scoring.  A
-  standard deviation of 0 (identical values) is taken as 1.
-* EI is compared as log EI (same argmax), evaluated without underflow: float32 EI would be 0 for
-  u < -13 and every candidate would tie.
+GPyOpt's default loop: 5 random initial points, then the maximiser of expected improvement under a
+Matern-5/2 GP on the standardised observations.  The formulas, the fixed hyper-parameters, the
+incremental standardisation and the log-EI comparison: docs/algorithms/gp.md, section "BO".
 """
 from __future__ import annotations
 

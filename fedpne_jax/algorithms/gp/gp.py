@@ -1,49 +1,14 @@
 """Gaussian-process posterior on a fixed candidate set, conditioned one observation at a time.
 
-Shared by the kernel / Bayesian-optimisation baselines (KernelTS, GP-UCB, BO, BBO).  Every algorithm
-here only ever evaluates candidates, so the posterior over the K candidates is all it needs, and it
-is kept as a K-vector of means and the K x K posterior covariance.  Observing candidate j with value y
-under noise variance lam is one rank-one (Sherman-Morrison) step,
+Shared by the kernel / Bayesian-optimisation baselines (KernelTS, GP-UCB, BO, BBO): the posterior
+over the K candidates is a K-vector of means and the K x K covariance, and an observation is one
+rank-one (Sherman-Morrison) step, O(K^2) whatever t is.  :func:`simulate` runs the rounds from values
+computed up front (:func:`tables`); :func:`start`, :func:`round_words`, :func:`select`,
+:func:`learn`, :func:`book` and :func:`finish` are also what the ask/tell steps
+(:mod:`fedpne_jax.algorithms.gp.steps`) run on told values.
 
-    c = Sigma[:, j],  d = Sigma[j, j] + lam,
-    mu    <- mu + c (y - mu_j) / d,
-    Sigma <- Sigma - c c^T / d,
-
-which is exactly the GP posterior mu_t(x) = k_t(x)^T (K_t + lam I)^{-1} y_t,
-sigma_t^2(x) = k(x, x) - k_t(x)^T (K_t + lam I)^{-1} k_t(x) (Rasmussen & Williams eq. 2.25-2.26;
-Chowdhury & Gopalan 2017, Sec. 3) restricted to the candidates, without keeping the history or
-inverting anything.  One step costs O(K^2) whatever t is, memory is O(K^2), and there is no history
-cap: T is limited only by time.  (The paper's BO/BBO refit an n x n GP every evaluation, O(n^3).)
-
-Numerics (float32).  c c^T / d is computed as h h^T with h = c / sqrt(d), so Sigma stays exactly
-symmetric; variances are clamped at 0 where they are read.
-
-Batch invariance.  A seed's numbers do not depend on the batch it runs in, bit for bit: there are
-no reductions whose order could change (only elementwise steps, gathers, argmax / max, which are
-exact in any order, and fixed-order sums over the D coordinates and the M clients), and two places
-where XLA's CPU backend contracted a product and a sum into an FMA for one seed but not for a batch
-are written around: mesh distances come from exact integers (:func:`squared_distances`) and the
-noise of a round is drawn as a vector of NOISE_WIDTH (:func:`observe`).  Under jax.disable_jit the
-choices are the same, but objective values may differ in their last bit (jit fuses the candidate
-arithmetic into the objective and contracts there), and so may the regret.
-
-Candidates (``candidates``): 'shifted' (default) is the paper's arm construction for its
-finite-armed baselines (App. E.1): n points per dimension on a mesh of step 1/n whose start is drawn
-uniformly in [0, 1/n) per dimension and per run, so K = n^D; 'grid' uses the cell midpoints
-(i + 1/2)/n (the same for every run); 'random' draws K uniform points per run.  Kernels act on the
-candidates rescaled to the unit box [0, 1]^D (the paper's synthetic objectives, Garland and
-DoubleSine, live on [0, 1], where this is the identity).  Signal variance k(x, x) = 1.
-
-:func:`simulate` runs the rounds: each round picks ``batch`` candidates one after another (after
-each pick the posterior is conditioned on it, as its variance does not depend on the value: for
-batch = 1 this is plain sequential conditioning, for batch = M it is GP-BUCB's hallucination with
-the mean held at the last feedback), then observes them and conditions the mean.  Within a round
-only the variances and the picked columns are needed, so a pick updates those (:func:`column`) and
-the matrix takes the round's picks in one pass when they are done (:func:`condition_many`), with
-the bits of conditioning it pick by pick.  The round is cut at the evaluation: :func:`start`,
-:func:`round_words`, :func:`select` (the picks), :func:`learn` (the values), :func:`book` and
-:func:`finish` are what :func:`simulate` runs on the values it computed up front
-(:func:`tables`) and what the ask/tell steps (:mod:`fedpne_jax.algorithms.gp.steps`) run on told ones.
+The update and why it is exact, batch invariance, the candidate sets and the picks of a batched
+round: docs/algorithms/gp.md, section "The posterior"; float32 numerics: section "Numerics".
 """
 from __future__ import annotations
 

@@ -2,22 +2,9 @@
 (ICML 2017), Algorithm 1, on the global objective (centralized, as HCT and KernelTS in the paper's
 Section 5).
 
-Round t pulls the candidate maximising mu_{t-1}(x) + beta_t sigma_{t-1}(x), where mu, sigma^2 are
-the GP posterior with noise variance lam (:mod:`fedpne_jax.algorithms.gp.gp`) and
-
-    beta_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(1/delta))),     lam = 1 + eta, eta = 2/T
-
-(Theorem 2's choice of eta).  Choices stated here:
-
-* gamma_{t-1}, the maximum information gain, has no closed form; it is replaced by the information
-  gain of the points actually chosen, (1/2) sum_{s<t} ln(1 + sigma_{s-1}^2(x_s) / lam)
-  = (1/2) ln det(I + K_{t-1} / lam), accumulated in O(1) per round (a lower bound of gamma_{t-1}).
-* B = 1 (the RKHS norm of f is unknown; the objectives' values lie in [-1, 1] or so), delta = 0.1,
-  R = the noise's sub-Gaussian constant (core.noise.subgaussian_scale: sigma, a/sqrt(3) for uniform:a, 1/2 for Bernoulli,
-  0 without noise).
-* Kernel exp(-||x - y|| / l), l = 1 on the unit box (the public KernelTS code's kernel).
-* The maximisation is over a finite candidate set (gp: 100 randomly shifted mesh points in 1-D)
-  instead of the continuous domain; ties go to the lowest candidate index.
+Round t pulls the candidate maximising mu_{t-1}(x) + beta_t sigma_{t-1}(x), with Theorem 2's lam and
+beta_t.  The choices it makes (the information gain of the chosen points for gamma, B, delta, R, the
+kernel, the finite candidates): docs/algorithms/gp.md, section "GP-UCB".
 """
 from __future__ import annotations
 

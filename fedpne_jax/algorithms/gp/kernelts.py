@@ -2,22 +2,9 @@
 code the paper ran (github.com/ZeroWeight/NeuralTS, ``learner_kernel.py``; paper App. E.1), on the
 global objective (centralized).
 
-Round t draws, independently for every candidate x, r(x) ~ N(mu_{t-1}(x), nu^2 sigma_{t-1}^2(x)) and
-pulls the argmax, where mu, sigma^2 are the GP posterior with noise variance lam
-(:mod:`fedpne_jax.algorithms.gp.gp`).  Defaults are the public code's (its class defaults; the paper
-says it used the defaults, while the repository's kernel_ts.sh passes nu = 0.01): kernel
-exp(-||x - y||) (l = 1), lam = 1, nu = 1.  Differences from it, all stated:
-
-* The public code scales the variance by lam * nu (not nu^2); the two agree at its defaults
-  lam = nu = 1.  GP-TS proper uses v_t^2 = (B + R sqrt(2(gamma + 1 + ln(2/delta))))^2 and a joint
-  sample over the arms; like the public code we keep nu constant and sample each candidate
-  independently (a joint sample would need an O(K^3) factorisation per round).
-* The public code stops learning after 1,000 observations (its refit costs O(n^3)); here every
-  observation is used (an O(K^2) rank-one update), so there is no history cap.
-* Arms: the public code scores given contexts; here the K candidates of gp (100 randomly shifted
-  mesh points in 1-D), the kernel acting on the unit box.
-* The standard normals of round t are ``standard_normals(key, t, static)`` (tests hand them to the
-  NumPy reference).
+Each round draws r(x) ~ N(mu(x), nu^2 sigma^2(x)) independently for every candidate and pulls the
+argmax; defaults are the public code's (kernel exp(-||x - y||), lam = 1, nu = 1).  The differences
+from the public code and from GP-TS proper: docs/algorithms/gp.md, section "KernelTS".
 """
 from __future__ import annotations
 
