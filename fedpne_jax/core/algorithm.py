@@ -1,38 +1,15 @@
 """The contract every algorithm implements, Fed-PNE and the baselines alike.
 
 An algorithm is one :class:`Algorithm` value, registered with :func:`fedpne_jax.register`
-(:mod:`fedpne_jax.core.registry`); each hook's signature is a ``Protocol`` below:
+(:mod:`fedpne_jax.core.registry`); each hook's signature is a ``Protocol`` below: ``config_type``
+(a frozen, validated dataclass), ``make_static`` (what decides the compiled program),
+``make_params`` (the dynamic hyper-parameters, data), ``run_single`` (one run: ``curve``,
+``final_regret``, ``flags`` and the :class:`Outputs` ``metrics``), and the optional ``check``,
+``tables`` / ``grow`` (host-sized tables a run may outgrow), ``describe`` (:func:`describe`
+applies it), ``steps`` (ask/tell, :mod:`fedpne_jax.core.stepper`) and ``styles``.
 
-* ``config_type``: a frozen dataclass whose ``__post_init__`` validates every field (``ValueError``
-  naming it) before anything is traced, with ``replace``, ``resolved()`` and ``checkpoint_rounds``;
-* ``make_static(config, objective, tables) -> Static``: a frozen, hashable value of everything that
-  decides the compiled program (shapes, kinds, capacities).  ``tables=None`` leaves out the sizes
-  that ``grow`` may change: configurations with equal such statics share one program;
-* ``make_params(config, tables) -> Params``: a NamedTuple of numpy scalars and arrays, the dynamic
-  hyper-parameters (data, not structure, so a grid of them can share one program);
-* ``run_single(static, params, objective, key) -> Outputs``: one run, a NamedTuple with at least
-  ``curve`` (C,), ``final_regret`` () and ``flags`` () int32 (errors.FLAG_* bits), plus ``metrics``
-  (the :class:`Outputs` protocol; every family's NamedTuple carries that name).
-
-Optional hooks:
-
-* ``check(config, objective)``: further checks of the pair before compiling;
-* ``tables(configs, objective) -> tables`` and ``grow(tables, failed, allowed, seeds) -> tables``:
-  tables sized on the host that a run may outgrow (a ``tables(configs)`` hook, the former form, is
-  still called so).  A run that overflows them sets FLAG_CAPACITY or FLAG_DEPTH;
-  the executor reruns exactly those runs with the larger tables ``grow`` returns (results do not
-  depend on the sizes), and ``grow`` raises CapacityError when it may not (``allowed`` False) or
-  cannot.  Without the hooks, tables are fixed and an overflow is a bug, reported as such;
-* ``describe(config, tables, outputs) -> (result name, resolved config, metrics)``: how one
-  configuration's stacked outputs become a result (default: ``name``, ``config.resolved()`` and
-  the outputs named in ``metrics``; :func:`describe` applies it).
-
-* ``steps(static, params, space) -> Steps``: the same rules as ``run_single``, cut at the
-  evaluation, for :func:`fedpne_jax.stepper` and :class:`fedpne_jax.Optimizer`
-  (:mod:`fedpne_jax.core.stepper`).  Every built-in family provides it; a plugin without it runs
-  under ``fp.run`` only.
-
-``styles`` gives each result name an algorithm reports under its label, colour and marker.
+What each hook must do, and how the executor reruns runs that overflow their tables:
+docs/guides/own-algorithm.md, section "Write your own algorithm".
 """
 from __future__ import annotations
 

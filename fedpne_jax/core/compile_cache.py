@@ -1,24 +1,14 @@
 """XLA's programs kept on disk between processes: JAX's persistent compilation cache, in a folder of
 this package's, for the command line and for callers who ask.
 
-Every new process compiles its programs again: a figure rerun after a change to its plot, a sweep
-resumed after an interruption, the second `fedpne run` of the same shapes.  JAX can store each
-compiled program and load it the next time the same program is asked for (the key is the lowered
-module, the compile options, the XLA flags, the device kind and JAX's version), so the process
-still traces and lowers, but skips XLA, with every result the same bit for bit (docs/guides/hosts.md
-gives the times).
+A later process still traces and lowers, but skips XLA, with every result the same bit for bit.
+``$FEDPNE_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/fedpne-jax/xla``, else ``~/.cache/fedpne-jax/xla``
+(``off`` turns it off), one folder per JAX version and processor; a ``JAX_COMPILATION_CACHE_DIR``
+the caller set is left as it is.  A folder another user owns or others may write to is not used,
+and the cache keeps ``MAX_BYTES`` at most.
 
-Where.  ``$FEDPNE_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/fedpne-jax/xla``, else
-``~/.cache/fedpne-jax/xla``; ``FEDPNE_COMPILE_CACHE=off`` turns it off.  Inside, one folder per JAX
-version and processor: XLA compiles a CPU program for the features of the processor it runs on, and
-a program with instructions another processor lacks must never be loaded there (a home folder shared
-by machines of a cluster).  A ``JAX_COMPILATION_CACHE_DIR`` (or ``jax_compilation_cache_dir``) the
-caller set is left as it is.
-
-Safety.  JAX runs whatever it loads from the cache, so a folder that another user owns or that
-others may write to is not used (a warning says so).  The cache is an optimisation: when its folder
-cannot be made or written, programs are compiled as before, and nothing else changes.  It keeps
-``MAX_BYTES`` at most: when a process starts with more, the files written longest ago go first.
+Why per processor, the safety rules and the times: docs/guides/hosts.md, section "Compilation
+cache".
 """
 from __future__ import annotations
 

@@ -2,19 +2,11 @@
 
 Two standard counter-based generators: JAX's threefry2x32 (the baselines' per-round words, in counter
 mode on (round, index) pairs) and Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as
-1, 2, 3", SC 2011), here in jnp, for the per-pull block sampler.
+1, 2, 3", SC 2011), here in jnp, for the per-pull block sampler; the implementation is checked
+against Random123's published known-answer vectors (tests/test_pulls.py).
 
-Why a second generator beside JAX's threefry: per-pull simulation is bound by random numbers, and on
-a CPU Philox4x32-10 gives about 4x the uniforms per second of threefry2x32 (10 rounds of two
-32x32->64-bit multiplies against 20 rounds of add-rotate-xor, and four words per call instead of
-two).  It is counter-based like threefry: the words of counter c under key k are a pure function of
-(c, k), so any block of them can be drawn in any order, on any device, in any batch, with the same
-result.  The implementation is checked against Random123's published known-answer vectors
-(tests/test_pulls.py).
-
-The widening multiply is traced with 64-bit types enabled for that expression only; XLA lowers it to
-the hardware's 32x32->64 multiply (vpmuludq on x86, mul.wide.u32 on NVIDIA GPUs), whatever the run's
-precision.
+Why a second generator, and how its widening multiply is traced: docs/concepts/semantics.md,
+section "Semantics" (per-pull randomness and sums).
 """
 from __future__ import annotations
 

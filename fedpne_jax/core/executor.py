@@ -1,19 +1,16 @@
 """Batched execution shared by every algorithm: runs vmapped, sharded over devices, compiled once per shape.
 
-An algorithm provides ``run_single(static, params, objective, key) -> outputs`` (a pytree of arrays,
-one run).  ``execute`` vmaps it over seed keys, compiles it ahead of time once per (function, static,
-argument shapes, devices) and runs it under the precision's x64 setting.  Seed i uses the key
-fold_in(key(base_seed), i), so its numbers do not depend on which or how many seeds run beside it,
-nor on the devices they run on (see :mod:`fedpne_jax.core.sharding`).
+``execute`` vmaps an algorithm's ``run_single(static, params, objective, key)`` over seed keys,
+compiles it ahead of time once per (function, static, argument shapes, devices) and runs it under
+the precision's x64 setting.  Seed i uses the key fold_in(key(base_seed), i), so its numbers do not
+depend on which or how many seeds run beside it, nor on the devices (:mod:`fedpne_jax.core.sharding`).
+With ``grid_index`` the params carry a leading grid axis and run j uses grid point
+``grid_index[j]``: every grid point shares one compiled program.
 
-Grids: with ``grid_index`` the params carry a leading grid axis and run j uses grid point
-``grid_index[j]``; the runs of every grid point then share one compiled program, because
-hyper-parameters are data.
-
-Memory: :func:`memory` gives XLA's analysis of the program a call compiles, :func:`fit_runs` the
-runs per call that keep it under a budget (run and run_grid size their calls with it, by the rule
-the sweep runner applies to its groups), :func:`output_shapes` what one run returns (traced, never
-compiled) and :func:`available_memory` what the host has left.
+Memory: :func:`memory` (XLA's analysis of a call's program), :func:`fit_runs` (the runs per call
+that keep it under a budget, the rule the sweep runner applies too), :func:`output_shapes` (what one
+run returns, traced, never compiled) and :func:`available_memory` (what the host has left); see
+docs/guides/hosts.md, section "Devices".
 """
 from __future__ import annotations
 

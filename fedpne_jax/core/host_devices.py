@@ -1,20 +1,13 @@
 """One XLA device per processor core, so that a batch on a CPU runs on every core.
 
-XLA's CPU backend runs a program on one thread, lending a few large operations to a small pool; a
-batch of runs is one program, so on a 2-core machine the second core was mostly idle (a Fed-PNE run
-at M = 100, T = 10^6, 10^4 seeds kept it busy a third of the time).  Declaring the cores as devices
-lets the executor shard the runs over them (fedpne_jax.core.sharding), each core running the same
-program on its block, and a run's numbers do not depend on the devices.  docs/guides/hosts.md gives
-the times.
+XLA's CPU backend runs a program on one thread; declaring the cores as devices lets the executor
+shard the runs over them (fedpne_jax.core.sharding), with the same numbers.  A call of few runs
+stays on one device (``share``).  JAX reads the count at its first operation on an array, so
+:func:`enable` (``fp.enable_host_devices()`` in Python; the command line calls it) must come before
+that; a count the caller chose (``jax_num_cpu_devices``, ``JAX_NUM_CPU_DEVICES``, XLA's
+``--xla_force_host_platform_device_count`` or ``FEDPNE_HOST_DEVICES``, a count or ``off``) is kept.
 
-A call of few runs stays on one device (``share``): a sharded program takes longer to compile,
-which small calls do not win back.
-
-JAX reads the count when it creates its CPU backend, at the first operation on an array, so this
-must come before that; afterwards it changes nothing.  A count the caller chose is kept: JAX's own
-``jax_num_cpu_devices`` (or ``JAX_NUM_CPU_DEVICES``), XLA's ``--xla_force_host_platform_device_count``,
-or ``FEDPNE_HOST_DEVICES`` (a count, or ``off`` for JAX's default of one).  The command line calls
-:func:`enable`; in Python it is ``fp.enable_host_devices()``, before anything runs.
+Why, when a call is sharded, and the times: docs/guides/hosts.md, section "A CPU's cores".
 """
 from __future__ import annotations
 

@@ -1,22 +1,13 @@
 """Every pull simulated, a block at a time: counter-based draws and sums in a fixed order.
 
 Shared by Fed-PNE's ``explicit`` sampler and Fed1-UCB's per-pull noise.  A row (a node, or an arm)
-is pulled ``pulls[row]`` times by each of M clients.  Its pulls are cut into blocks of PULL_BLOCK;
-one trip of a loop handles one block of one row for every client at once, rows one after another,
-each row's blocks in order.
+is pulled ``pulls[row]`` times by each of M clients, in blocks of PULL_BLOCK, one block of one row
+per loop trip.  Word w of pull s of client m at row j is lane s % 4 of Philox4x32-10 at counter
+(s // 4, j, m, w) under the caller's key; a block is summed by a pairwise tree fixed by PULL_BLOCK,
+then added to its row's total by Kahan addition in block order.
 
-* Randomness is counter-based: word w of pull s of client m at row j is lane s % 4 of
-  Philox4x32-10 at counter (s // 4, j, m, w) under the caller's key (a phase's or a round's).  A
-  block's words come from one call, and a number depends on nothing but (key, s, j, m, w): not on
-  the batch, the devices, the node table's capacity or how the loop is cut.
-* A block is summed by a pairwise tree fixed by PULL_BLOCK alone, then added to its row's total by
-  compensated (Kahan) addition in block order.  The serial chain is n / PULL_BLOCK steps long for n
-  pulls, and float32 keeps about 7 significant digits of a row's sum up to n = 2^31 pulls (a plain
-  running float32 sum stalls at 2^24).
-
-Why one row per trip: a trip is already PULL_BLOCK x M x seeds numbers wide; packing several rows
-into one trip would leave lanes idle whenever a phase has fewer rows than the pack (late phases have
-two to four nodes), and the sums would need a scatter per row.
+Why these draws and sums, and why one row per trip: docs/concepts/semantics.md, section "Semantics"
+(per-pull randomness and sums).
 """
 from __future__ import annotations
 

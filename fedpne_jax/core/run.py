@@ -1,22 +1,14 @@
 """Running any registered algorithm: seeds of one configuration, a grid of configurations, or
 (configuration, seed) pairs; one executor for all.
 
-The algorithm is found from the configuration's type (fedpne_jax.core.registry).  Every call
-derives tables and static shapes on the host, compiles the vmapped ``run_single`` once per shape
-(fedpne_jax.core.executor), runs it, and checks every run's flags: NaN/inf from the objective raises
-ObjectiveError naming the objective and the seeds; a table that overflowed is grown through the
-algorithm's ``grow`` hook and exactly the affected runs are rerun (results do not depend on table
-sizes).  Nothing is ever truncated or averaged silently.
+The algorithm is found from the configuration's type (fedpne_jax.core.registry).  Every call derives
+tables and static shapes on the host, compiles the vmapped ``run_single`` once per shape
+(fedpne_jax.core.executor), runs it, and checks every run's flags: NaN/inf raises ObjectiveError
+naming the objective and the seeds; a table that overflowed is grown through the algorithm's
+``grow`` hook and exactly the affected runs are rerun.  Nothing is truncated or averaged silently.
 
-Seed i runs with key fold_in(key(base_seed), i), so its numbers do not depend on which or how many
-seeds run beside it, on the grid it runs in, nor on the devices.  Configurations that differ only in
-scalar hyper-parameters (data, the algorithm's Params) share one compiled program: their Params are
-stacked along a grid axis and every run reads its own grid point.
-
-Memory: ``run`` and ``run_grid`` refuse, before compiling, a request whose per-run results alone
-would not fit the memory budget or the host's available memory, and cut the rest into calls that
-XLA's memory analysis says fit the budget per device (executor.fit_runs, the sweeps' rule), streaming
-each call's outputs into arrays allocated once for all runs.  Numbers do not depend on the cut.
+Seeds, grids sharing one program, and how calls are cut to fit the memory budget:
+docs/concepts/reproducibility.md and docs/guides/hosts.md, section "Devices".
 """
 from __future__ import annotations
 

@@ -1,28 +1,15 @@
 """Ask/tell: any registered algorithm driven one step at a time by the caller, who evaluates the points.
 
 ``stepper(config, space)`` gives a :class:`Stepper` of pure functions over a :class:`State` pytree:
+``init``, ``ask`` (a :class:`Query` of points (M, B, D) and counts (M, B)), ``tell`` (the mean of each
+slot's pulls), ``recommend``, ``done`` and ``outputs``.  An algorithm opts in with its ``steps`` hook
+(:class:`MakeSteps`), the rules of its ``run_single`` cut at the evaluation (:class:`Steps`), so a
+noise-free run told the objective's values equals ``fp.run``'s bit for bit.  The step counter lives
+in :class:`State` beside the algorithm's state, so that :func:`batch` can keep it unbatched and a
+rule applied at some steps only stays a branch.  ``space`` is an :class:`objectives.Objective` or a
+box ``(lo, hi)``.
 
-* ``init(key) -> state``;
-* ``ask(state) -> (query, state)``: a :class:`Query`, ``points`` (M, B, D) and ``counts`` (M, B), the
-  pulls asked of each of M clients at each of B slots this step (0: an empty slot);
-* ``tell(state, query, values) -> state``: ``values`` (M, B), the mean of each slot's pulls (what the
-  paper's clients upload; NaN, or anything, in empty slots: they are never read);
-* ``recommend(state) -> x`` (D,); ``done(state) -> bool``; ``outputs(state)``: what ``fp.run`` returns
-  for one run (its ``run_single`` Outputs), once ``done``.
-
-An algorithm opts in with its ``steps`` hook (:class:`MakeSteps`), which returns the rules of its
-``run_single`` cut at the evaluation (:class:`Steps`): nothing is written twice, and a noise-free
-run told the objective's values equals ``fp.run``'s run of the same key bit for bit.
-
-The step counter lives in :class:`State` beside the algorithm's state, not inside it: under
-``jax.vmap`` the counter of lock-stepped runs can stay unbatched (``in_axes=State(None, 0)``, as
-:func:`batch` does), so that a rule applied only at some steps (HCT's refresh at t = 2^k) stays a
-branch rather than a select that pays for it at every step.
-
-``space`` is an :class:`objectives.Objective` (its box, f* and f(centre)) or a box ``(lo, hi)``.
-With an Objective, the book (regret, best-so-far and simple regret) is what ``fp.run`` keeps:
-f* - f(x) at the asked points, f the objective's noise-free global value.  With a box and ``f_star``,
-it is f* minus the told means; without ``f_star``, NaN (no regret is known).
+The query, the book of regret with an Objective or a box, and the rest: docs/guides/ask-tell.md.
 """
 from __future__ import annotations
 
