@@ -1,19 +1,11 @@
 """Benchmark analyses of finished runs, as COCO and IOHanalyzer define them: fixed-budget quantiles,
 fixed-target expected running times and success rates, runtime ECDFs, ranks and win rates.
 
-Every algorithm records, per run, its cumulative regret, its best-so-far regret
-f* - max_{s<=t} f(x_s) and its simple regret f* - f(x_hat_t) (x_hat_t: the recommendation it would
-return after round t) at the checkpoint rounds, and the first round at which the best-so-far regret
-reached each of COCO's 51 targets scale x 10^e, e = 2, 1.8, .., -8 (fedpne_jax.core.checkpoints;
-scale = f* - f(centre of the box)).  Budgets and running times are counted in **rounds**; a
-federated algorithm evaluates the objective M times a round (one pull per client), so its tables
-give **evaluations** = M x rounds as well.
-
-* ERT (COCO's expected running time) of a target: the evaluations (rounds) of every run until it
-  reached the target, or of the whole run when it did not, summed over the runs and divided by the
-  number of runs that reached it (inf when none did).
-* Runtime ECDF: at budget b, the fraction of (run, target) pairs whose target was reached within b
-  rounds, over the 51 targets (COCO's "fraction of (function, target) pairs").
+They read what every algorithm records per run (cumulative, best-so-far and simple regret at the
+checkpoints, and the first round reaching each of COCO's 51 targets: docs/concepts/measures.md).
+Budgets and running times are counted in rounds, and in evaluations = M x rounds for a federated
+algorithm.  ERT, the runtime ECDF and the other tables are defined in docs/guides/reports.md,
+section "fedpne report".
 """
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
 """``fedpne export RESULTS... --format csv|ioh --out PATH`` (``fp.export``): run files and sweep folders
 as one tidy CSV, one row per (configuration, seed, checkpoint), for pandas, R or any analysis tool; or
-as IOHprofiler data, the format IOHanalyzer and iohinspector load.
+as IOHprofiler data, the format IOHanalyzer and iohinspector load (written by the ``ioh`` package's
+own logger, ``ioh.logger.Analyzer``).
 
-CSV columns: problem, configuration (the report's label), algorithm, source, seed, base_seed, round,
-evaluations (M x round for a federated algorithm), cumulative_regret (per client for federated
-algorithms), best_so_far_regret, simple_regret (f* - f of the recommendation after the round; empty
-in results written before it was recorded), target_scale.  The fixed-target hit rounds are per run, not per
-checkpoint: ``fedpne report`` tabulates them.
-
-IOHprofiler (written by the ``ioh`` package's own logger, ``ioh.logger.Analyzer``): a folder per
-configuration, in it a ``IOHprofiler_f<id>_<objective>.json`` per problem and its data file, a run
-per seed (a run attribute ``seed``).  The value is the best-so-far regret f* - max f(x_s) (a
-minimisation with optimum 0), the unit is evaluations (M per round for a federated algorithm), and
-a run lists where its best-so-far regret improves.  A run keeps that regret at its checkpoints
-(exact) and the first round it reached each of the 51 targets: a target's round is written with the
-target's value, an upper bound of the regret at that round, at the round's last evaluation (round x
-M); a run starts at evaluation 1 with the largest double where nothing is known there (M > 1, or no
-target reached in round 1).  So IOHanalyzer's fixed-target analyses
-at those targets and its fixed-budget analyses at the checkpoints are exact; between them the
-trajectory it draws is an upper bound.  Problems are numbered 1, 2, ... in the order of their names.
+The CSV's columns, the IOHprofiler layout, and which of IOHanalyzer's analyses are exact on that
+data: docs/guides/reports.md, section "fedpne export".
 """
 from __future__ import annotations
 

@@ -1,27 +1,15 @@
 """A sweep's results folder: written chunk by chunk, so that a killed sweep loses at most the call in
 flight and a rerun computes only what is missing.
 
-Layout::
+``DIR/sweep.json`` (the normalised definition and its hash), ``DIR/index.json`` (the finished
+chunks) and ``DIR/chunks/<config id>_<start>-<end>.npz`` (one configuration's runs for a range of
+seed positions, with its ``identity``).  Every file is written by :func:`write_atomic`, chunk first,
+index second; opening a folder to resume it verifies every listed chunk against the index and the
+sweep, sets aside (``*.rejected``) a bad one, and rebuilds a missing or damaged index from the
+chunks that verify.
 
-    DIR/sweep.json        the normalised definition, its hash, every configuration (id, labels,
-                          resolved parameters), the package versions that created the folder
-    DIR/index.json        the finished chunks: name -> config id, seed positions [start, end), file
-    DIR/chunks/<config id>_<start>-<end>.npz
-                          one configuration's runs for the seeds at positions [start, end) of the
-                          sweep's seed list: seeds, final_regret, curves, checkpoints, metric.<name>,
-                          and ``identity``: its index entry and the sweep's hash, as JSON
-
-Every file is written by :func:`write_atomic` (a temporary name in its folder, fsync, rename), chunk
-first, index second: whatever moment a process dies, every file is whole, and a chunk missing from
-the index is simply computed again (to the same numbers).  A chunk is identified by its
-configuration and seed range, so a rerun with another chunk size keeps the finished chunks and fills
-the gaps.
-
-The index is not trusted blindly: opening a folder to resume it reads every listed chunk and checks
-its recorded identity against the index and the sweep, so a deleted, truncated or foreign chunk (one
-copied from another configuration or sweep) is named, set aside (``*.rejected``) and computed again.
-A missing or damaged index.json (or sweep.json) is rebuilt from the chunks that verify: the chunks
-record everything the index holds.
+The layout and the rules in full: docs/guides/sweeps.md, section "Sweeps: fedpne sweep"
+("Nothing lost").
 """
 from __future__ import annotations
 

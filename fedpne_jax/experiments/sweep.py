@@ -1,50 +1,14 @@
 """A sweep: objectives x algorithms x M x T x hyper-parameter grid x seeds, from a TOML or JSON file.
 
-Format (TOML shown; JSON takes the same keys)::
+Top-level keys ``objectives``, ``algorithms``, ``clients``, ``horizon``, ``seeds``, ``base_seed``,
+``heterogeneity``, ``objective_seed``, ``plugins`` and ``share_programs`` (:func:`shared_with`);
+tables ``[params]`` and ``[grid]`` (the fields of the algorithms' configs; a grid is a Cartesian
+product), and per algorithm ``[NAME.params]`` and ``[NAME.grid]``.  Configurations are ordered
+objective, algorithm, M, T, then the grid (keys in alphabetical order, the last varying fastest),
+and the normalised definition is hashed: a results folder holds exactly one definition.
 
-    objectives = ["garland", "doublesine"]      # names, or tables {name, dim, heterogeneity, seed, amplitude,
-                                                #   instance (bbob-*: COCO's instance number)}
-    algorithms = ["fedpne"]                     # default ["fedpne"]
-    clients = [10]                              # M values (default [10])
-    horizon = [10000]                           # T values (default [10000])
-    seeds = 1000                                # a count S (seed indices 0..S-1) or a list of indices
-    base_seed = 0                               # default 0: seed i uses fold_in(key(base_seed), i)
-    heterogeneity = "shift"                     # default: the objective's ("shift"; "intrinsic" for real ones), "none" with
-                                                #   bernoulli noise (values must stay in [0, 1])
-    objective_seed = 0                          # default key of the objectives' client shifts
-    plugins = ["my_plugin"]                     # modules imported first, which register algorithms or objectives
-    share_programs = false                      # true: the BBOB functions share one program per algorithm and
-                                                #   dimension; a list of kinds, ["bbob", "synthetic"]: those
-                                                #   kinds' functions do (:func:`shared_with`)
-
-    [params]                                    # fixed parameters of every algorithm's config
-    noise = "gaussian:0.1"
-    checkpoints = 100
-
-    [grid]                                      # swept parameters: lists, Cartesian product
-    c = [0.05, 0.1, 0.2]
-    rho = [0.5, 0.75]
-
-    [fedpne.params]                             # optional, per algorithm: added to (and overriding)
-    k = 2                                       #   [params] and [grid] for that algorithm only
-    [fedpne.grid]
-    nu = [1.0, 0.5]
-
-Keys of ``params`` and ``grid`` are the fields of the algorithm's config (``fedpne``: FedPNEConfig,
-e.g. nu, rho, c, c1, delta, noise, k, split, pull, sampling, dp_epsilon, dp_delta, checkpoints,
-capacity, precision).  The top-level tables apply to every listed algorithm, so each of their keys
-must be a field of every algorithm's config; keys of one algorithm go in its own table.  A parameter
-left out takes the config's default (JSON ``null`` and the command line's ``none`` also mean None).
-``num_clients`` and ``horizon`` come from ``clients`` and ``horizon``.  An algorithm whose config has
-no ``num_clients`` (a centralised one) runs once per objective (built for one client), not once per
-M.  Every configuration must have the same number of ``checkpoints`` (the loader stacks the curves).
-A grid value list must not repeat a value; two identical configurations are refused.
-
-Configurations are ordered objective, algorithm, M, T, then the grid (grid keys in alphabetical
-order, the last varying fastest); this order is the loader's config axis.  The normalised definition
-(defaults filled in, numbers compared by value, key order ignored) is hashed: a results folder holds
-exactly one definition.  How the sweep is chunked, on how many devices, with what memory budget, is
-not part of the definition: none of it changes a number.
+The format in full, with every default and rule: docs/guides/sweeps.md, section "The sweep file in
+full".
 """
 from __future__ import annotations
 

@@ -1,19 +1,14 @@
 """Sweeps in worker processes, several at once: ``fedpne reproduce --jobs N``.
 
-A call of few runs stays on one host device (``host_devices.MIN_RUNS``), and XLA compiles a program
-on the thread that asks for it, so the galleries' studies (every quick study, and the full landmine
-and digits studies of 8-10 seeds), run one at a time, leave cores idle: on 2 cores the quick gallery
-kept 1.4 of them busy, the full one 1.7.  Studies are independent sweeps into folders of their own,
-so N processes compute N of them at once, and their numbers do not change: a run's numbers depend on
-its key alone, and every process compiles the same programs (docs/guides/paper-figures.md gives
-the times).
+Studies are independent sweeps into folders of their own, so N spawned processes compute N of them
+at once, with the same numbers (a run's numbers depend on its key alone, and every process compiles
+the same programs).  A worker starts as its parent is set up (host device count, compilation cache
+folder, warnings), and Ctrl-C is left to the parent, which stops every worker (:meth:`Workers.stop`).
+Accelerators, and several processes forming one JAX job, are used whole by one process: there
+``jobs`` is 1.
 
-Workers are spawned, not forked: a forked child would inherit JAX's runtime threads in whatever
-state they were in.  A worker starts as its parent is set up: the same host device count and
-compilation cache folder (the processes share its programs), warnings shown the parent's way, and
-Ctrl-C left to the parent, which stops every worker (:meth:`Workers.stop`); the precision needs
-nothing, as the executor sets x64 for each call.  Accelerators, and several processes forming one JAX
-job, are used whole by one process: there ``jobs`` is 1.
+Why studies one at a time leave cores idle, and why workers are spawned: docs/guides/paper-figures.md,
+section "fedpne reproduce".
 """
 from __future__ import annotations
 

@@ -1,20 +1,10 @@
 """``fedpne reproduce FIGURE|all``: run the studies a figure needs (resumable sweeps), then write its
 data (JSON and CSV), its PNG and ``SUMMARY.md``.
 
-Layout of ``--out`` (default ``results``); quick mode writes the same layout under ``OUT/quick``
-and ``--seeds N`` under ``OUT/seeds-N`` (``OUT/quick-seeds-N``), so runs of different sizes never mix::
-
-    sweeps/<study>/            one sweep folder per study: an interrupted reproduce resumes there
-    timing.json                wall seconds each study took to compute (summed over resumed sessions;
-                               restarted when --overwrite discards a study; with --jobs N, studies
-                               computed at once share the cores, so each took longer than alone)
-    figures/<figure>.json      the figure's numbers, the studies' definitions, device and timing
-    figures/<figure>.csv       the same numbers as rows (panel, series, x, mean, std, stderr, runs)
-    figures/<figure>.png       the plot (needs matplotlib: the ``plot`` extra)
-    reports/<figure>/          ``fedpne report`` of the figure's studies (fixed-budget and fixed-target
-                               tables, ERT, runtime ECDFs, ranks, win rates), for figures that ask for it
-                               (bbob, xarmed)
-    SUMMARY.md                 final regrets, winners, communication and the paper's claims, from the JSON
+``--out`` (default ``results``) holds ``sweeps/<study>/``, ``timing.json``, ``figures/<figure>.json``,
+``.csv`` and ``.png``, ``reports/<figure>/`` and ``SUMMARY.md``; quick mode and ``--seeds N`` write
+the same layout under ``OUT/quick``, ``OUT/seeds-N`` or ``OUT/quick-seeds-N``, so runs of different
+sizes never mix.  What each file holds: docs/guides/paper-figures.md, section "fedpne reproduce".
 """
 from __future__ import annotations
 
