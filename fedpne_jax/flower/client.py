@@ -2,22 +2,12 @@
 
 The client is the SuperNode whose node config has ``partition-id`` m (and ``num-partitions`` M).
 For each query (:mod:`fedpne_jax.flower.wire`) it evaluates, at each asked point, as many pulls as
-asked and replies with their means:
+asked and replies with their means: a registered objective's ``objective.local(x, m)`` with the
+configuration's observation noise from the client's own key, or the user function of run config
+``function`` = ``module:function``.  With DP-Fed-PNE (``dp-epsilon``) it adds the privacy noise of
+Appendix D to its means before they leave.
 
-* a registered objective (run config ``objective`` and its options): its local function for
-  client m, ``objective.local(x, m)`` (the global one for a centralised algorithm's single client),
-  as the simulator evaluates it (so that a noise-free run is
-  ``fp.run``'s bit for bit), then the configuration's observation noise on the mean of n pulls
-  (``fedpne_jax.core.stepper.mean_of_pulls``, exact in distribution) drawn from the client's own
-  key: fold_in(key(seed), CLIENT_SALT, m, step);
-* or the user function of run config ``function`` = ``module:function``, called as
-  ``function(partition_id, points)`` with points (K, D) float64, returning K values, one pull each.
-  It is called once per pull (on the points that still need one) and the means are taken here, or
-  once when the function has ``deterministic = True`` (a pull's value is then the value).
-
-With DP-Fed-PNE (``dp-epsilon``), the client adds the privacy noise of Appendix D to its means
-before they leave (``fedpne_jax.algorithms.fedpne.steps.privatize``), from its own key.
-
+The keys, the noise and how a user function is called: docs/guides/flower.md, section "Inside the apps".
 """
 from __future__ import annotations
 

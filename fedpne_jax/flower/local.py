@@ -1,23 +1,14 @@
 """``fedpne flower local``: a SuperLink and N SuperNodes on this machine, the run submitted with
 ``flwr run``, and every process stopped afterwards.
 
-:class:`Deployment` starts, as subprocesses on free localhost ports, ``flower-superlink`` and N
-SuperNodes (``fedpne_jax/flower/supernode.py``, Flower's SuperNode with a short idle poll),
-each with ``--node-config "partition-id=i num-partitions=N"``; writes a Flower app (a pyproject.toml
-whose components are :mod:`fedpne_jax.flower.server` and :mod:`fedpne_jax.flower.client` and whose
-run config is the run's) and a Flower configuration (``FLWR_HOME``) naming the SuperLink; and runs
-``flwr run APP fedpne-local --stream``, whose log it streams.  Leaving the ``with`` block stops every
-process it started and their children (the SuperExecs and the ServerApp/ClientApp processes Flower
-starts), by process id, also on an error and on Ctrl-C: TERM, then KILL after a grace period.
+:class:`Deployment` starts ``flower-superlink`` and N SuperNodes (``fedpne_jax/flower/supernode.py``)
+as subprocesses on free localhost ports, writes a Flower app (:mod:`fedpne_jax.flower.server` and
+:mod:`fedpne_jax.flower.client`) and a Flower configuration (``FLWR_HOME``), runs ``flwr run APP
+fedpne-local --stream``, and on leaving its ``with`` block stops every process it started and their
+children, by process id.  ``tls=True`` runs every connection over TLS, ``auth=True`` admits only
+registered SuperNodes.
 
-Nothing is installed at run time: the SuperLink runs with ``--disable-runtime-dependency-installation``
-(SuperNodes install nothing unless asked), so the apps use this environment's packages.
-
-With ``tls=True`` it makes a certificate authority and a server certificate for 127.0.0.1 and
-localhost (``cryptography``, a dependency of flwr) and runs every connection over TLS.  With
-``auth=True`` (TLS too, which Flower requires for it) the SuperLink admits only SuperNodes whose
-public key is registered (``--enable-supernode-auth``): each SuperNode gets a key pair made for the
-run, registered with ``flwr supernode register`` before it starts.
+In full: docs/guides/flower.md, sections "One machine: fedpne flower local" and "Inside the apps".
 """
 from __future__ import annotations
 

@@ -1,32 +1,13 @@
 """The Fed-PNE server as a Flower ``ServerApp``: the ask/tell stepper's state in its main loop.
 
-Each step it asks the optimizer (``fp.Optimizer``: Fed-PNE, DP-Fed-PNE, Fed1-UCB or any algorithm
-with ask/tell steps) for the step's query, sends client m (the SuperNode whose node config has
-``partition-id`` m) its row in one message (:mod:`fedpne_jax.flower.wire`), collects the replies,
-checks them, tells the optimizer, and saves the state atomically (``Optimizer.save``) with a
-bookkeeping file beside it (``<state>.json``: wire statistics, lost clients).  At the end it writes
-the result JSON of ``fedpne run`` (``RunResult.to_dict``) with a ``flower`` entry: steps, bytes
-sent and received per step, the paper's upload count, lost clients, seconds per step.
+Each step it asks the optimizer (``fp.Optimizer``) for the step's query, sends client m its row in
+one message (:mod:`fedpne_jax.flower.wire`), collects and checks the replies, tells the optimizer,
+and saves the state atomically (``Optimizer.save``); at the end it writes ``fedpne run``'s result
+JSON with a ``flower`` entry.  Run config keys (:mod:`fedpne_jax.flower.spec`) decide resuming,
+timeouts, what a lost client does (``on-client-loss``) and ``crash-after-step`` (for the restart
+tests); a refused reply is never averaged.
 
-Behaviour (run config keys, :mod:`fedpne_jax.flower.spec`):
-
-* ``resume`` (default true): a state file of the same problem (its fingerprint) is loaded and the
-  run goes on from its last saved step, with the numbers of an uninterrupted run (the clients' keys
-  depend on the seed, their partition and the step only).  A finished state writes its result again.
-* ``node-timeout`` seconds to wait until the M partitions' SuperNodes have joined.
-* ``client-timeout`` seconds to wait for a step's replies.  A client that does not answer in time,
-  or whose node Flower reports unavailable, is lost: with ``on-client-loss`` "stop" (the default)
-  the run stops with a message naming it, the state saved at the last step kept (rerun to resume);
-  with "continue" the step goes on with the clients that answered, each lost client's means
-  replaced by the mean of the others' (so the server's average is the mean over the clients that
-  remain: the objective changes, which is why this is not the default), and the result records
-  which client was lost at which step.
-* A reply that is refused (an error raised by the ClientApp, a missing record or key, another run
-  or step, a wrong shape, NaN or inf) stops the run with a message naming the client: it is never
-  averaged.  The state of the last good step is kept.
-
-Run config ``crash-after-step`` = k ends the ServerApp's process abruptly once step k is saved (a
-crash, for the restart tests; -1, the default, never).
+The behaviour in full: docs/guides/flower.md, sections "Faults, with nothing lost" and "Inside the apps".
 """
 from __future__ import annotations
 

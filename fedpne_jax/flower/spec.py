@@ -2,20 +2,11 @@
 and the space it runs on, as ``fedpne run`` turns its options into them.
 
 Flower passes the run config to the ServerApp and to every ClientApp (``context.run_config``), so
-both sides build the same configuration from it.  Keys (all optional; an empty string means "not
-given", so the algorithm's or ``fedpne run``'s default applies):
+both sides build the same configuration from it; every key is optional, and an empty string means
+"not given".  Nothing here imports flwr: the command line uses it to check options before starting
+any process.
 
-* ``algorithm`` (fedpne), ``objective`` (garland), ``clients``, ``horizon``, ``seed``,
-  ``heterogeneity``, ``objective-seed``, ``dim``, ``instance``, ``amplitude``: as ``fedpne run``'s
-  options (``clients`` 0 or empty: the objective's default);
-* the algorithm's parameters ``nu rho c c1 delta k split noise pull sampling dp-epsilon dp-delta
-  checkpoints capacity``, and ``set`` ("key=value;key=value") for any other field;
-* ``function``: ``module:function``, a client's own objective instead of a registered one (then
-  ``lo`` and ``hi``, "a,b,...", give the box and ``f-star`` the optimum's value when known);
-* the server's: ``state``, ``output``, ``status``, ``resume``, ``client-timeout``, ``node-timeout``,
-  ``on-client-loss``, ``poll``, ``crash-after-step`` (see :mod:`fedpne_jax.flower.server`).
-
-Nothing here imports flwr: the command line uses it to check options before starting any process.
+The keys: docs/guides/flower.md, section "Inside the apps".
 """
 from __future__ import annotations
 

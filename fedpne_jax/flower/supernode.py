@@ -1,19 +1,13 @@
 """``python -m fedpne_jax.flower.supernode [flower-supernode options]``: Flower's SuperNode with a
 shorter idle poll.
 
-Flower 1.42's SuperNode asks the SuperLink for a message every 3 s while it has none, and checks
-for its ClientApp's reply every 0.5 s: with Fed-PNE's one message per client per step, those waits
-are most of a step on localhost.  This runs ``flower-supernode`` unchanged except that those sleeps
-last at most ``FEDPNE_FLOWER_NODE_POLL`` seconds (default 0.1; 0 or "off" keeps Flower's own),
-and the idle poll lengthens by 1/20 of the time since the last message, up to 0.5 s: each ask costs
-the SuperLink CPU (some 7 ms on a loaded 2-core machine), which many idle SuperNodes would otherwise
-take from the run.
-``fedpne flower local`` starts its SuperNodes this way; by hand, ``flower-supernode`` works the same,
-with Flower's waits.
+It runs ``flower-supernode`` unchanged except that its idle waits last at most
+``FEDPNE_FLOWER_NODE_POLL`` seconds (default 0.1; 0 or "off" keeps Flower's own), lengthening with
+the time since the last message.  ``fedpne flower local`` starts its SuperNodes this way.
+:func:`quicker_pulls` (also called by the ServerApp and the warm ClientApp executor) shortens
+Flower's waits for a message's contents.
 
-:func:`quicker_pulls` (also called by the ServerApp and the warm ClientApp executor): a message's
-contents are pulled as soon as its header arrives, often before the sender has pushed them, and
-Flower then waits 1 s, then 2 s, before asking again; on localhost they come a few ms later.
+Flower's waits and why they are shortened: docs/guides/flower.md, section "Inside the apps".
 """
 from __future__ import annotations
 

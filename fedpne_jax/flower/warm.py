@@ -2,23 +2,12 @@
 runs a SuperNode's ClientApp tasks, in place of Flower's per-task ``flwr-clientapp`` processes
 (with ``--server``: a SuperLink's ServerApp tasks, in place of its per-run ``flwr-serverapp``).
 
-With ``flower-supernode --isolation process`` a SuperNode starts no executor of its own: something
-else takes its tasks from its Runtime API.  Flower's ``flower-superexec`` starts a new Python process
-per task (per message), which imports Flower, JAX and this package and compiles the objective again:
-seconds of CPU per client per step, most of a Fed-PNE step.  This executor takes the tasks the same
-way (``AcquireTask``) and runs each as ``flwr-clientapp`` does (pull the message, context, run and
-FAB; load the app; call it; push the reply and the task's status) but in this process, so imports
-and compiled programs stay.  The app code, messages, SuperNode and SuperLink are Flower's own.
+It takes the tasks from the Runtime API as Flower's executor does and runs each in this process, so
+imports and compiled programs stay; the app code, messages, SuperNode and SuperLink are Flower's
+own.  It uses Flower 1.42's runtime functions (``flwr.supernode.runtime.run_clientapp``), which are
+not public API: ``fedpne flower local --isolation subprocess`` runs Flower's stock executor instead.
 
-With ``--server`` it does for a SuperLink started with ``--isolation process`` what
-``flwr-serverapp`` does for one run (pull the task input, install the FAB, fuse the run config, run
-the ServerApp with an ``HttpGrid``, upload its log to the run's log stream, push the task's status),
-run after run in one process: the imports, and the compiled programs the persistent cache keeps,
-are paid once, not per run.  A ServerApp that ends its process (a crash) ends this executor; the
-deployment then starts another (:meth:`fedpne_jax.flower.local.Deployment.submit`).
-
-It uses Flower 1.42's runtime functions (``flwr.supernode.runtime.run_clientapp``), which are not
-public API: ``fedpne flower local --isolation subprocess`` runs Flower's stock executor instead.
+What it does step by step: docs/guides/flower.md, section "Inside the apps".
 """
 from __future__ import annotations
 

@@ -1,20 +1,13 @@
 """The messages between the Fed-PNE server and its clients, and the checks every reply passes.
 
-A query (server -> client ``m``, Flower message type ``query``) holds
+A query (server -> client ``m``, Flower message type ``query``) holds a ``fedpne`` ConfigRecord
+(``run``, ``step``, ``phase``, ``partition``) and a ``query`` ArrayRecord (``points`` (K, D) and
+``counts`` (K,), only the slots with a count > 0); a reply echoes ``fedpne`` and holds ``reply``
+(``means`` (K,)).  :func:`check_reply` refuses, naming the client, a reply that is an error, lacks a
+record or key, answers another run, step or partition, or holds means of the wrong shape, or
+non-finite ones.
 
-* ``fedpne`` (ConfigRecord): ``run`` (the optimizer's run id, kept across a resumed run), ``step``
-  (the step index, from 0), ``phase`` ("hello" or "evaluate"), ``partition`` (the client it is for);
-* ``query`` (ArrayRecord): ``points`` (K, D) and ``counts`` (K,) int64, the asked slots of the
-  client's row of the step's query (only slots with a count > 0 travel: a Fed-PNE phase asks |K|
-  nodes of a node table of capacity B >= |K|).
-
-A reply holds ``fedpne`` (``run``, ``step``, ``partition`` echoed) and ``reply`` (ArrayRecord):
-``means`` (K,), the mean of ``counts[k]`` pulls at ``points[k]``.  A hello's reply holds the
-client's ``partition`` and ``partitions`` (its node config's ``partition-id`` and
-``num-partitions``).
-
-:func:`check_reply` refuses, naming the client, a reply that is an error, lacks a record or key,
-answers another run or step or partition, or holds means of the wrong shape, or non-finite ones.
+The records in full: docs/guides/flower.md, section "Inside the apps".
 """
 from __future__ import annotations
 
