@@ -2,19 +2,16 @@
 paper's real-world objectives.
 
 ``make_objective(name, num_clients, heterogeneity, seed, dim, amplitude, instance)`` builds a
-registered objective; write your own by constructing :class:`Objective` with plain JAX functions
-(see objective.py).  ``REGISTRY`` holds the synthetic test functions, ``REAL_REGISTRY`` the
-real-world objectives (landmine, covid, digits; landmine-sklearn with the svm extra),
-``BBOB_REGISTRY`` COCO's 24 noiseless BBOB functions ('bbob-f1' ... 'bbob-f24', see bbob.py) and
-``OBJECTIVES`` all of them; ``spec(name)`` and ``default_size(name)`` give an objective's defaults.
-``register(name, factory)`` adds your own (so do installed entry points in the group
-``fedpne_jax.objectives``, loaded the first time their name is looked up): from then on it is built
-by ``make_objective`` and named in sweeps and on the command line like a built-in one.
-``from_python`` and ``from_pyxab`` wrap NumPy functions and PyXAB objectives (evaluated on the
-host, see python.py).
+registered objective; ``REGISTRY`` holds the synthetic test functions, ``REAL_REGISTRY`` the
+real-world objectives, ``BBOB_REGISTRY`` COCO's 24 noiseless BBOB functions and ``OBJECTIVES`` all
+of them; ``spec(name)`` and ``default_size(name)`` give an objective's defaults.  ``register(name,
+factory)`` adds your own (so do installed entry points in the group ``fedpne_jax.objectives``,
+imported the first time their name is looked up).  ``from_python`` and ``from_pyxab`` wrap NumPy
+functions and PyXAB objectives (python.py).
 
 This module only re-exports, so that ``import objectives`` is the one public face whatever file a
-name lives in: the specs, registries, registration and lookup are in registry.py.
+name lives in: the specs, registries, registration and lookup are in registry.py.  How to write or
+bring your own: docs/guides/own-objective.md.
 """
 from __future__ import annotations
 

@@ -1,26 +1,13 @@
 """The 24 noiseless BBOB functions of COCO (Hansen, Finck, Ros, Auger 2009), as fedpne-jax objectives:
 one namespace, ``objectives.bbob``, over the four modules that implement them.
 
-Each function f_k is defined on [-5, 5]^D with COCO's instances; fedpne-jax maximises the reward
--(f_k(x) - f_opt), so the regret of a point is COCO's precision and f* = 0, attained at x_opt.
-The parts change for different reasons (COCO's generator is fixed, the JAX formulas are tuned for
-float32, the federated forms follow the simulator, the f* search is a numerical method), so each has
-its own module:
+fedpne-jax maximises the reward -(f_k(x) - f_opt), so the regret of a point is COCO's precision and
+f* = 0.  The modules: bbob_instances (numbers, names, box, COCO's bbob2009 instance generator),
+bbob_functions (the functions in plain JAX), bbob_federated (the heterogeneity 'instances') and
+bbob_search (its f*).  tests/test_bbob.py checks every function against COCO's own ``cocoex``; the
+private ``_dot`` and ``_matmul`` are re-exported because tests/test_portability.py checks them here.
 
-* bbob_instances: the function numbers, names and box, the checks of (function, dim, instance),
-  and COCO's bbob2009 legacy generator of instances (:func:`instance`, :class:`Instance`);
-* bbob_functions: the 24 functions in plain JAX (:func:`precision`, :class:`Reward`,
-  :func:`device_arrays`), written without cancellation so float32 keeps precision near x_opt, and
-  the reward every function of a dimension shares a program with (:class:`SharedReward`,
-  :func:`shared_arrays`);
-* bbob_federated: the heterogeneity 'instances' (client m sees COCO's instance i + m; the global
-  objective is the clients' mean reward: :class:`InstanceLocal`, :class:`InstanceMean`,
-  :func:`stacked_arrays`) and the heterogeneities a BBOB objective accepts;
-* bbob_search: the f* of 'instances', which has no closed form (:func:`instances_f_star`).
-
-tests/test_bbob.py checks every function against COCO's own ``cocoex``.  The private ``_dot`` and
-``_matmul`` (bbob_instances' exactly rounded host products) are re-exported because
-tests/test_portability.py checks them here.
+Why four modules, and what each holds: docs/guides/paper-figures.md, section "The objectives in detail", "COCO's BBOB functions".
 """
 from __future__ import annotations
 

@@ -1,27 +1,12 @@
 """The 24 noiseless BBOB functions of COCO (Hansen, Finck, Ros, Auger 2009) in plain JAX: COCO's
 precision f_k(x) - f_opt of an instance (:func:`precision`), the reward (:class:`Reward`) and the
-instance's arrays as evaluation data (:func:`device_arrays`).
+instance's arrays as evaluation data (:func:`device_arrays`); :class:`SharedReward` and
+:func:`shared_arrays` let every function of a dimension share a program.
 
-The pipelines (which transformation wraps which) follow COCO's C code (numbbo/coco,
-code-experiments/src/f_*.c, transform_*.c); tests/test_bbob.py checks every function against
-COCO's own ``cocoex``.
-
-fedpne-jax maximises, so the reward is -(f(x) - f_opt): the regret of a point is COCO's precision
-f(x) - f_opt and f* = 0, attained at x_opt.  The reward is computed as -(f(x) - f_opt) directly,
-never as f_opt - f(x): f_opt (up to 1000 in size) cancels analytically, so float32 keeps its
-relative precision near the optimum, where regret is measured.  For the same reason the formulas
-are rewritten without cancellation where an exact identity allows it (Rastrigin's
-10 (D - sum cos 2 pi z) as 20 sum sin^2(pi z), Weierstrass' offset f0, Gallagher's 10 - 10 exp(-a)
-as -10 expm1(-a), Katsuura's product as expm1 of a sum of log1p, Schwefel's 418.98 - z sin sqrt z
-around its optimum, T_osz without the overflowing exp(log(x) / 0.1)), and x_opt is carried with
-its float32 rounding error.  Agreement with COCO, |ours - COCO| / max(|COCO|, 1) over D = 1..40:
-float64 at most 2e-12, 3e-10 for f16, f19, f23 (high-frequency terms); float32 at most 4e-5, and
-1e-3 to 3e-3 for f16, f19, f23 (see tests/test_bbob.py).
-
-The instance data are leaves of the objective's ``data`` (f_opt is not needed: it cancels), the
-function number is static, so objectives that differ only in their instance share one compiled
-program.  Reductions over coordinates use objectives.ordered, so a point's value does not depend
-on its batch; matrix-vector products are written as such sums for the same reason.
+The pipelines follow COCO's C code (numbbo/coco, code-experiments/src/f_*.c, transform_*.c);
+tests/test_bbob.py checks every function against COCO's own ``cocoex``.  The formulas are written
+without cancellation so that float32 keeps its precision near x_opt.  The rewritten formulas, the
+agreement with COCO and the batch invariance: docs/guides/paper-figures.md, section "The objectives in detail", "COCO's BBOB functions".
 """
 from __future__ import annotations
 

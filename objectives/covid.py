@@ -1,44 +1,12 @@
 """COVID-19 vaccine dosage: an SEIR model with vaccination (the paper's Section 5 / Appendix E.2).
 
 The paper's system (from the coronaSEIR model, github.com/cfculhane/coronaSEIR, with vaccination
-added), for a region of N people:
+added), integrated in fractions of N by fixed-step RK4 (``DT``, ``DAYS``, ``INITIAL_INFECTED``) for
+each region (``REGIONS``, one per client); dosage x in [0, 1]; the local reward is 1 minus the share
+of people ever infected, the global objective the mean over regions.
 
-    dS/dt = -beta S I / N - alpha V,   dE/dt = beta S I / N - sigma E,
-    dI/dt = sigma E - gamma I,         dR/dt = gamma I + alpha V,
-
-with beta = 0.4, sigma = 0.5, gamma = 1/13 (coronaSEIR's values), integrated here in fractions of N
-by fixed-step RK4 (``DT`` = 0.5 day, 400 steps, ``lax.scan``) over ``DAYS`` = 200 days, starting
-from ``INITIAL_INFECTED`` = 1000 infectious people and everyone else susceptible.
-
-Dosage x in [0, 1] (fraction of a full dose):
-
-* V is proportional to 1/x (the same daily vaccine volume): V(t) = N v_r / x people a day, v_r the
-  region's daily supply in full doses as a fraction of N.  Each person is vaccinated once, so the
-  campaign ends when everyone has had a dose, at t_end = x / v_r days; the rate is tapered there
-  over ``TAPER`` = 4 days by the smootherstep 6u^5 - 15u^4 + 10u^3 (symmetric, so the same total
-  number of doses; a C^2 right-hand side keeps RK4's accuracy, about 1e-7 at this step).
-* Effectiveness alpha(x) = ``ALPHA_FULL`` (1 - 4 (1 - x)^2) for x > 1/2 and 0 for x <= 1/2: flat at
-  full dose, falling quadratically as the dose falls, 0 at half dose.  alpha(x) V is largest at
-  x = sqrt(3)/2 = 0.866.
-* S >= 0: doses reach people regardless of their state and only susceptible recipients become
-  immune, so the vaccination flow is alpha V S / N.  It equals the paper's alpha V while nearly
-  everyone is susceptible and can never drive S below zero.
-
-Local reward of region m: 1 - (cumulative infections by day 200) / N, so maximising the reward
-minimises the share of people ever infected; the global objective is the mean over regions.
-
-Regions (populations in millions, the issue's / coronaSEIR's list).  beta is scaled by a
-region-specific contact multiplier c_r (distancing and density; R0 = 0.4 c_r * 13 from 2.6 to 4.9)
-and each region has its own supply v_r.  The values are illustrative, chosen so that the regions'
-best dosages differ: fast supply relative to the epidemic favours full doses (everyone is covered
-before the peak, so effectiveness matters most), slow supply favours stretching doses towards the
-0.866 maximum of alpha(x)/x.  The best dosages, found by dense search, are listed in ``REGIONS``.
-
-Determinism.  XLA on CPU compiles a one-point batch to scalar code and larger batches to vector
-code, and the two may differ in how they fuse a multiplication into a following addition (FMA), in
-how they divide and in exp.  The model therefore has no exp and no run-time division (1/x by a
-rounded Newton iteration, 1/v_r from the host), and every product is materialised
-(``optimization_barrier``) before it is added, so a value has the same bits alone and in any batch.
+The equations, the vaccination rate and its taper (``TAPER``), the effectiveness (``ALPHA_FULL``),
+the regions and why the model has no exp and no run-time division: docs/guides/paper-figures.md, section "The objectives in detail", "COVID-19 vaccine dosage".
 """
 from __future__ import annotations
 

@@ -1,37 +1,12 @@
 """Digits: federated tuning of a small MLP (the paper's MNIST experiment, Appendix E.4, offline).
 
-Data: the UCI optical-recognition handwritten digits (Alpaydin and Kaynak; 8x8 images, pixel values
-0..16, 1797 samples, 10 classes) as bundled with scikit-learn (CC BY 4.0), shipped as
-``objectives/data/digits.npz``: an offline stand-in for MNIST, which cannot be downloaded here.
-Pixels are scaled to [0, 1].
+Data: the UCI optical-recognition handwritten digits as bundled with scikit-learn (CC BY 4.0),
+shipped as ``objectives/data/digits.npz``: an offline stand-in for MNIST.  Client m owns one of
+``MAX_CLIENTS`` label-skewed shards (``SHARD``, ``TRAIN``, ``TEST`` images); its local objective at
+x = (batch size, learning rate, weight decay) is the test accuracy of a 64-64-10 MLP trained by SGD
+for ``EPOCHS`` epochs; f* = 1.
 
-Clients.  The data are cut into ``MAX_CLIENTS`` = 10 disjoint label-skewed shards of ``SHARD`` = 164
-images (drawn from the objective's key): each class is the "home" class of two shards, and a shard
-takes half of its images (82) from its two home classes and the other half evenly from the other
-eight classes.  Each shard is split at random into ``TRAIN`` = 100 training and ``TEST`` = 64 test
-images (the paper: 500 / 100 MNIST images per client; 64 test images make every accuracy a multiple
-of 1/64, exact in floating point, so means over clients are exact sums).  Client m (m < M <= 10)
-owns shard m.
-
-Local objective at x = (batch size, learning rate, weight decay) in [1, 100] x [1e-6, 1] x [1e-6, 0.5]:
-the test accuracy of a 64-64-10 MLP (ReLU hidden layer, softmax cross-entropy) trained on the
-client's training images by mini-batch SGD (``optax.sgd`` after ``optax.add_decayed_weights``, i.e.
-PyTorch's coupled weight decay, on every parameter) for ``EPOCHS`` = 5 epochs.
-
-* Batch size: the axis [1, 100] is cut into 100 equal bins, bin k (k = 1..100) is batch size k:
-  b = min(100, 1 + floor((x_0 - 1) * 100 / 99)).  Each epoch visits the training images in a
-  shuffled order; the last batch of an epoch holds the remainder (DataLoader with drop_last=False);
-  the loss is averaged over a batch.
-* Learning rate and weight decay are used as given: the partition is on the box as given (linear in
-  the learning rate, as in the paper), with no log transform.
-* Determinism: the initial weights (Glorot-uniform, zero biases) and the per-epoch shuffles depend
-  only on the objective's key and the client, never on x or on the run, so f_m is a deterministic
-  function of x.  Gradients are computed one example at a time (so any batch size fits static
-  shapes) and accumulated in the order of the epoch.  Every sum is fixed-order, the matrix-vector
-  products included (``ordered.matvec``: an XLA dot runs a kernel picked for the processor, so its
-  last bits differ between processors).  A test image whose logits are not finite (a diverged
-  run) counts as misclassified.
-* f* = 1 (100 % accuracy), as in the paper.
+The shards, the batch-size bins, the training and its determinism: docs/guides/paper-figures.md, section "The objectives in detail", "Digits".
 """
 from __future__ import annotations
 

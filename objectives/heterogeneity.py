@@ -1,21 +1,11 @@
 """Client heterogeneity: how the M local objectives differ from the global one.
 
-``none``: every client sees f.  ``shift`` (the paper's experiments, App. E): client m sees
-f + s_m with s_m ~ N(0, 1) drawn from the objective's key and centred, so sum_m s_m = 0 (up to the
-float32 rounding of the shifts) and the global objective (1/M) sum_m f_m is the original function,
-which the engine evaluates directly; only the local optima's values move.
+``none``: every client sees f.  ``shift`` (the paper's experiments, App. E): client m sees f + s_m,
+centred shifts.  ``fourier`` (beyond the paper): client m sees f + p_m, a smooth random perturbation
+of ``FOURIER_FEATURES`` random Fourier features (``FOURIER_BANDWIDTH``) whose client weights sum to
+zero.  In both, the global objective is exactly f, evaluated directly.
 
-``fourier`` (beyond the paper): client m sees f + p_m with a smooth random perturbation
-
-    p_m(x) = sum_k w_mk cos(2 pi <omega_k, z> + phi_k),   z = (x - lo) / (hi - lo) in [0, 1]^D,
-
-K = ``FOURIER_FEATURES`` random Fourier features shared by all clients (omega_k ~ N(0, s^2 I) with
-s = ``FOURIER_BANDWIDTH`` cycles per box side, phi_k ~ U[0, 2 pi)) and client weights
-w_mk = amplitude * sqrt(2 / K) * (g_mk - mean_m g_mk), g ~ N(0, 1).  The weights of every feature sum
-to zero over the clients, so sum_m p_m = 0 and the global objective is again exactly f (evaluated
-directly); but each client's perturbation has a slope, so the clients' optima move away from the
-global optimum (unlike ``shift``).  Each p_m has root-mean-square about amplitude * sqrt(1 - 1/M)
-over the box; the amplitude is data, so objectives differing only in it share a compiled program.
+The formulas and what each does to the clients' optima: docs/concepts/semantics.md, "Heterogeneity".
 """
 from __future__ import annotations
 

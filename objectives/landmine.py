@@ -1,46 +1,12 @@
 """Landmine: federated tuning of an RBF-kernel SVM (the paper's Section 5 / Appendix E.2).
 
-Data: the Landmine detection data of Liu, Liao and Carin, *Semi-supervised multitask learning*
-(NeurIPS 2007): 29 landmine fields, 9 radar-image features per location, binary label (about 6 %
-positive), shipped as ``objectives/data/landmine.npz`` (converted from the public
-``LandmineData.mat`` as redistributed in the MIT-licensed PyXAB repository), with the stratified 50/50
-train/test split of every field used by earlier federated hyper-parameter-tuning work (Dai et al.,
-*Federated Bayesian Optimization via Thompson Sampling*, NeurIPS 2020).
+Data: the Landmine detection data of Liu, Liao and Carin (NeurIPS 2007), 29 fields, shipped as
+``objectives/data/landmine.npz`` with the stratified 50/50 split of Dai et al. (NeurIPS 2020).
+Client m owns one field; its local objective at x = (C, gamma) is the test AUC-ROC of an SVM
+(scikit-learn's ``SVC(C, gamma)``) trained on its train half, here by a batched float32 SMO
+(``SVM_EPS``, ``SVM_CHUNK``, ``SVM_MAX_ITER``); the global objective is the mean; f* = 1.
 
-Client m owns one field.  Its local objective at x = (C, gamma), C in [1e-4, 10], gamma in [0.01, 10]
-(the box as given, partitioned linearly as in the paper), is the AUC-ROC on the field's test half of
-an SVM with kernel exp(-gamma |a - b|^2) and box constraint C (scikit-learn's ``SVC(C, gamma)``)
-trained on its train half.  The global objective is the mean over clients; f* = 1 as in the paper.
-
-Solver.  The SVM dual (with the bias, i.e. the equality constraint y'alpha = 0) is solved by SMO with
-libsvm's second-order working-set selection, written for float32 and for batches:
-
-* The dual is solved for beta = alpha / C in [0, 1] and the violations are kept as y - C F with
-  F = (K - 1) (y beta); the kernel enters as K - 1 = expm1(-gamma d^2).  Subtracting the constant 1
-  changes nothing on y'alpha = 0 but keeps the small-gamma structure (K close to 1) in float32, and
-  working in beta makes same-label SMO steps independent of C, so C = 1e-4 converges like C = 1.
-* The most violating index is chosen by the key y min(1/C, s) - F, s a bound on the spread of F (the
-  order of y - C F without adding a huge 1/C to F in float32), and the stopping gap is formed per
-  label pair, so the +-1 of the linear term never swamps C F when C is small.
-* Kernel rows are computed when needed from the stored squared distances: memory per evaluation is
-  O(n), so thousands of (node, client, seed) evaluations can share one batch.
-* Stopping: libsvm's criterion, max violation gap <= ``SVM_EPS * min(C, 1)`` (relative for small C,
-  where the decision function scales with C), checked every ``SVM_CHUNK`` iterations, at most
-  ``SVM_MAX_ITER`` iterations.  The exact F = (K - 1) u is recomputed at every check.
-* The AUC ranks test points by the decision function without its bias (a constant shift), counted
-  exactly as the Mann-Whitney statistic with ties counted 1/2, and is reported as a multiple of 2^-16
-  (rounded down, at most 1.5e-5 below the exact ratio; see ``auc``).
-
-Iterations and agreement (``scripts/bench_objectives.py``, all 29 fields x 6 x 6 log-spaced (C, gamma)
-in the box, against scikit-learn's ``SVC(tol=1e-12)``): at most about 7,000 SMO iterations (small
-gamma with C >= 1; a few hundred at large gamma), mean |AUC difference| about 2e-4 and at most a few
-1e-3 (near-ties among test scores), at most about 5e-4 on the mean over fields.
-
-Determinism.  Sums over training points are taken in a fixed order (blocks of 32 summed pairwise,
-the blocks one after another), every other reduction is a max/argmax or an integer count, and the AUC
-is an exact dyadic number, so its mean over clients is exact: a value has the same bits alone and in
-any batch (XLA on CPU may otherwise round a division or a fused multiply-add differently in a
-one-point batch than in a larger one).
+The solver, the exact AUC, the agreement with scikit-learn and the determinism: docs/guides/paper-figures.md, section "The objectives in detail", "Landmine".
 """
 from __future__ import annotations
 

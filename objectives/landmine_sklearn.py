@@ -1,25 +1,12 @@
 """landmine-sklearn: the landmine objective with scikit-learn's SVC, evaluated on the host.
 
-The same problem as :mod:`objectives.landmine`: client m owns one Landmine field (the same fields
-for the same objective seed), x = (C, gamma) in [1e-4, 10] x [0.01, 10], and its local objective is
-the test AUC of an RBF SVM trained on the field's train half (the same stratified split).  Here the
-SVM is ``sklearn.svm.SVC(kernel="rbf", C=C, gamma=gamma, tol=1e-12)``, trained in float64 and called
-through :func:`objectives.python.from_python`, so it needs the ``svm`` extra
-(``pip install "fedpne-jax[svm]"``).
+The same problem as :mod:`objectives.landmine` (the same fields, split and box), with
+``sklearn.svm.SVC(kernel="rbf", C=C, gamma=gamma, tol=1e-12)`` trained in float64 and called through
+:func:`objectives.python.from_python`, so it needs the ``svm`` extra (``pip install
+"fedpne-jax[svm]"``).  Values are memoised per point, so the global and local sites of a phase
+share their fits.
 
-The tolerance: scikit-learn's default tol = 1e-3 is absolute and leaves the small-C solutions
-unconverged (their AUCs then depend on C although the exact ones do not, off by up to 0.2), and even
-libsvm's gap at the JAX solver's level, 1e-4 min(C, 1), stops some small-C fits early (AUC off by
-7e-3 at C = 1e-4, gamma = 0.01 on field 12).  At 1e-12 (as scripts/bench_objectives.py's reference)
-a fit costs about the same, 3-5 ms, and the two agree to about 2e-4 on average and at most 3.5e-3 on
-a field, 3e-4 on the mean over fields (10 fields x 5 x 5 log-spaced (C, gamma)): near-ties among
-test scores, float32 against float64 solutions, and the JAX AUC's rounding down to a multiple of
-2^-16.
-
-Cost: one SVM fit per (distinct point, client), 3-5 ms on a CPU core; values are memoised per
-point, so the global and local sites of a phase share their fits.  The AUC is scikit-learn's
-``roc_auc_score`` of the decision function (ties count 1/2, the Mann-Whitney statistic the JAX
-objective counts).
+Why tol = 1e-12, and how the two landmine objectives agree: docs/guides/paper-figures.md, section "The objectives in detail", "landmine-sklearn".
 """
 from __future__ import annotations
 

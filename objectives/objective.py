@@ -1,22 +1,14 @@
 """The objective protocol shared by every algorithm of fedpne-jax.
 
-An objective is a frozen pytree: its box and functions are static (they decide the compiled
-program), its optimum ``f_star`` and its ``data`` (client shifts, datasets, ...) are leaves, so a
-batch of objectives can be vmapped, and neither data nor another f* forces a recompilation.  Its
-name rides in the structure but never tells two programs apart.
+An objective is a frozen pytree: its box and functions are static, its optimum ``f_star`` and its
+``data`` are leaves, so a batch of objectives can be vmapped without recompiling.  The federated
+problem has M local objectives f_1..f_M (``local_fn(data, x, m)``) and the global objective
+f = (1/M) sum_m f_m (``global_fn(data, x)``, exactly that mean), on one point x of shape (D,).
+Construction checks the signatures, the shapes (:meth:`Objective.check_shapes`) and the mean
+(:func:`check_mean`, at :data:`PROBE_POINTS` points to :data:`MEAN_RTOL`) unless global_fn computes
+it itself (:func:`averages`).
 
-The federated problem has M local objectives f_1..f_M and the global objective
-f = (1/M) * sum_m f_m.  ``global_fn(data, x)`` must return exactly that mean (the engine samples the
-server's aggregate from it when that is exact in distribution), and ``local_fn(data, x, m)`` returns
-f_m(x) for one client.  Both take a single point x of shape (D,) and are plain JAX functions; the
-methods below vectorise them over any batch shape.
-
-Construction checks what the engine relies on, before anything compiles: the functions take the
-arguments above (their signatures, where Python can read one), ``data`` is a pytree of arrays, both
-functions return one number per point (:meth:`Objective.check_shapes`, abstractly) and global_fn is
-the mean of local_fn at :data:`PROBE_POINTS` fixed points of the box, to :data:`MEAN_RTOL`
-(:func:`check_mean`), unless global_fn computes that mean itself (:func:`averages`).
-Unflattening a pytree (inside jit, vmap, tree maps) rebuilds the value without repeating them.
+In full: docs/guides/own-objective.md, section "The Objective value".
 """
 from __future__ import annotations
 

@@ -1,57 +1,15 @@
 """Objectives written in plain Python / NumPy (and PyXAB objectives) for the JAX engine.
 
-``from_python(fn, lo, hi, f_star, ...)`` wraps a NumPy-vectorised function ``fn(X) -> values``
-(X of shape (n, D), float64; values of shape (n,)) as an :class:`objectives.Objective`; the M
-clients' local objectives are ``local_fn(X, clients) -> (n,)`` (client ``clients[i]``'s value at
-``X[i]``) or ``local_fn(X) -> (n, M)`` (every client's value at every point; default: every client
-sees fn).
-``from_pyxab(obj, lo, hi, ...)`` wraps any object with PyXAB's interface (``obj.f(x)`` on one point,
-``obj.fmax``).  Both evaluate on the host through :func:`jax.pure_callback`, so they work wherever a
-JAX objective does: under jit, vmapped over seeds, grids, points and clients, and sharded over
-devices.
+``from_python(fn, lo, hi, f_star, ...)`` wraps a NumPy-vectorised function ``fn(X) -> values`` (and
+optionally the clients' ``local_fn``) as an :class:`objectives.Objective`; ``from_pyxab(obj, lo, hi,
+...)`` wraps any object with PyXAB's interface.  Both evaluate on the host through
+:func:`jax.pure_callback` (``vmap_method="expand_dims"``: one host call per evaluation site and
+execution, whatever the batch), so they work under jit, vmap and sharding.  A failing call returns
+NaN and warns; :func:`raise_pending` (through ``host_errors``) re-raises it as a
+:class:`PythonObjectiveError`.  The function must be deterministic.
 
-Batching.  The callbacks use ``vmap_method="expand_dims"``: every vmap the engine puts around an
-objective (over a phase's nodes, over clients, over seeds and grid points) becomes one more leading
-axis of the arrays the host receives, never one more host call.  So an evaluation site of the
-engine costs one host call per execution with the points of every run of the batch:
-
-* Fed-PNE evaluates the global objective at every node of a phase (``objective.value``) and, with
-  the client or explicit sampler, every client's objective at the nodes
-  (``objective.local_values``): one or two host calls per phase for all seeds, about
-  log(T)-many phases, i.e. tens of calls per run (20-40 for T = 10^3-10^4).  The explicit sampler
-  with ``pull="uniform"`` evaluates each block of up to 256 pulls of a node (all clients, all
-  seeds) in one call per site: about (nodes pulled + T / 256) calls per site, hundreds per run.
-* HCT (and the other one-point-per-round baselines) evaluate once per round: T + 1 calls per batch.
-* Sharded over d devices, every device calls the host for its block of runs: d times the calls,
-  each with 1/d of the points (calls are serialised by a lock, so ``fn`` never runs concurrently).
-
-The client index is passed to the host with the points, so M clients at one point cost one row of
-``local_fn(X)``, not M rows, and ``local_fn(X, clients)`` is given only the (point, client) pairs a
-call uses: with ``pull="uniform"`` each client draws its own points, where the one-argument form
-computes M columns of a row and keeps one.  The host evaluates only the distinct points (pairs) of
-a call (``unique``, on by default: a node table's unused rows all repeat a few points,
-and runs of a grid or seeds often share nodes).  A call costs one host round trip plus ``fn`` on
-its distinct points: 0.15-0.3 ms per call for NumPy Garland on a 2-core CPU, i.e. 2-4 ms for a
-Fed-PNE batch of 8 seeds (T = 2000, 7-14 calls) and 75 ms for an HCT batch (T = 500, 501 calls),
-against 0.3-0.4 ms and 4 ms in JAX (``scripts/bench_python_objectives.py --quick``).
-
-Errors.  A compiled run cannot raise, and a callback that raises surfaces as an opaque XLA
-runtime error.  Instead the wrapper records the first exception of a run, warns once, and returns
-NaN for that call; :func:`raise_pending` re-raises it as a :class:`PythonObjectiveError` (an
-``ObjectiveError``) naming the objective, the function and the original message, with the original
-exception as its ``__cause__``.  The engine's hook is to run every batch inside
-``with host_errors(objective):`` (forget earlier failures, raise this batch's) before it checks
-the runs' NaN flags; without it a run that hit an exception reports NaN through the engine's
-flags, after the warning.  Values of the
-wrong shape or type (``(n, 2)`` instead of ``(n,)``, strings, objects that do not convert to float)
-are refused the same way, naming the expected shape; they are also checked once at construction on
-a few probe points inside the box (``probe=True``), before anything compiles.  NaN and inf are
-values, reported by the engine's flags as for any objective.
-
-The function must be deterministic (``pure_callback``'s contract): XLA may skip or repeat a call.
-Points reach ``fn`` as float64 arrays (exact copies of the run's float32 or float64 points); values
-come back as ``dtype`` (float32 by default; None: the points' dtype, so float64 in a
-``precision="float64"`` run).
+How many calls each algorithm makes, the client index, ``unique``, the errors and the dtypes:
+docs/guides/own-objective.md, section "Python objectives in detail".
 """
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """Values computed once and stored, where XLA's CPU backend would recompute them for every element
 that reads them.
 
-XLA fuses a cheap producer (adds, multiplies, slices, selects) into each consumer, even one that
-broadcasts it: an outer product x (n,) by v (k,) then recomputes v's whole expression for each of its
-n k elements.  In the digits objective's training step that made the back-propagated vector, a
-10-term sum over the output layer with its hidden-layer mask (itself the tail of a 64-term sum), cost
-64 times over: 60 % of a step.  No HLO-level hint stops it on CPU (``optimization_barrier`` is
-removed before fusion), but XLA never fuses into or out of a conditional, so a conditional's results
-are stored.
+XLA fuses a cheap producer into each consumer, even one that broadcasts it; nothing stops that on a
+CPU but a conditional, whose results are stored.  The conditional's predicate ``live`` must be
+unbatched; elsewhere than on a CPU ``fn`` is called as it is.  The values are the same either way.
 
-A conditional's predicate must be unbatched, or ``vmap`` turns it into a select of both branches
-(computed, and fused, as before): ``live`` is any runtime boolean, the same for every lane and true
-(a loop counter ``k >= 0``), which XLA cannot fold.  Elsewhere than on a CPU a conditional costs a
-round trip to the host, and fusions are the device's own business, so there ``fn`` is called as it is.
-The values are the same either way: the same expressions, fused among themselves as before.
+Why (digits' training step) and how: docs/guides/paper-figures.md, section "The objectives in detail", "Values stored against XLA's fusion".
 """
 from __future__ import annotations
 
