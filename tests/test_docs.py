@@ -206,3 +206,30 @@ def _objects(obj):
     for member in obj.members.values():
         if not member.is_alias:
             yield from _objects(member)
+
+
+MODULE_DOCSTRING_LINES = 15
+TIMING = re.compile(r"(?<![\w.])(?<!e-)\d+(?:\.\d+)?\s*(?:us|µs|μs|ms|s|secs?|seconds?|mins?|minutes?)\b"
+                    r"|\bloaded\b|\b2-core\b|\bEPYC\b|\bXeon\b|\bZen\b", re.I)
+
+
+def test_module_docstrings_are_short_and_cite_no_timing():
+    """A module's docstring says what the module is for in at most 15 lines and cites no timing nor
+    machine: the narratives live on the site (docs/), the measured figures in docs/bench/ and the
+    benchmark page, each with its machine."""
+    import ast
+    long, timed = [], []
+    for package in ("fedpne_jax", "objectives"):
+        for folder, _, names in sorted(os.walk(os.path.join(ROOT, package))):
+            for name in sorted(n for n in names if n.endswith(".py")):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    doc = ast.get_docstring(ast.parse(f.read()))
+                if not doc:
+                    continue
+                where = os.path.relpath(path, ROOT)
+                if len(doc.splitlines()) > MODULE_DOCSTRING_LINES:
+                    long.append(f"{where} ({len(doc.splitlines())} lines)")
+                timed += [f"{where}: {m.group(0)!r}" for m in TIMING.finditer(doc)]
+    assert not long and not timed, "module docstrings over 15 lines:\n  " + "\n  ".join(long) + \
+        "\nmodule docstrings citing a timing or machine:\n  " + "\n  ".join(timed)
