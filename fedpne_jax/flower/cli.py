@@ -1,7 +1,7 @@
 """``fedpne flower local``: ``fedpne run``'s options, one run with real Flower clients on this machine.
 
-``fedpne flower local --clients 3 OPTIONS`` and ``fedpne run --clients 3 --seeds 1 OPTIONS`` describe
-the same run (seed index 0 of base seed --seed); the result JSON (--output) is ``fedpne run``'s with
+``fedpne flower local --clients 3 --seeds S OPTIONS`` and ``fedpne run --clients 3 --seeds S OPTIONS``
+describe the same runs (seed indices 0..S-1 of base seed --seed; S = 1 by default here); the result JSON (--output) is ``fedpne run``'s with
 a ``flower`` entry (wire statistics, lost clients).  See :mod:`fedpne_jax.flower.local` for the
 processes and :mod:`fedpne_jax.flower.server` for the fault behaviour.
 """
@@ -16,8 +16,8 @@ import tempfile
 from fedpne_jax.core import registry
 from fedpne_jax.flower import local, spec
 
-# fedpne run's options that do not apply to one run on a Flower deployment.
-SKIPPED = {"help", "seeds", "devices", "distributed", "coordinator", "num_processes", "process_id", "memory_gb",
+# fedpne run's options that do not apply to a Flower deployment's run.
+SKIPPED = {"help", "devices", "distributed", "coordinator", "num_processes", "process_id", "memory_gb",
            "no_grow", "plugin"}
 OPTION_KEYS = {"nu": "nu", "rho": "rho", "c": "c", "c1": "c1", "delta": "delta", "k": "k", "split": "split",
                "noise": "noise", "pull": "pull", "sampling": "sampling", "dp_epsilon": "dp-epsilon",
@@ -80,7 +80,8 @@ def run_config(args) -> dict:
     if args.set:
         options["set"] = ";".join(args.set)
     options.update({"algorithm": args.algorithm, "objective": args.objective, "clients": args.clients,
-                    "horizon": args.horizon, "seed": args.seed, "heterogeneity": args.heterogeneity,
+                    "horizon": args.horizon, "seed": args.seed, "seeds": args.seeds,
+                    "heterogeneity": args.heterogeneity,
                     "objective-seed": args.objective_seed, "dim": args.dim, "instance": args.instance,
                     "amplitude": args.amplitude, "function": args.function, "lo": args.lo, "hi": args.hi,
                     "f-star": args.f_star, "client-timeout": args.client_timeout,
@@ -109,8 +110,10 @@ def command(args, check_output_file, describe_params) -> int:
         with open(output) as fh:
             data = json.load(fh)
         flower = data["flower"]
-        regret = data["per_seed"]["final_regret"][0]
-        print(f"{problem.algorithm} over Flower, {problem.num_clients} clients: final regret {regret:.6g}, "
+        finals = data["per_seed"]["final_regret"]
+        regret = f"final regret {finals[0]:.6g}" if len(finals) == 1 else \
+            f"mean final regret {sum(finals) / len(finals):.6g} over {len(finals)} seeds"
+        print(f"{problem.algorithm} over Flower, {problem.num_clients} clients: {regret}, "
               f"{flower['steps']} steps, "
               f"{flower['sent_bytes']} B sent, {flower['received_bytes']} B received "
               f"(paper's uploads: {flower['paper_uploads']} floats); state {state}", file=report)

@@ -51,7 +51,15 @@ def query(msg: Message, context: Context) -> Message:
     if points is None or counts is None:
         raise ValueError(f"the evaluate query of step {step} has no 'query' record")
     started = time.time()
-    means = evaluate(dict(context.run_config), partition, step, points, counts)
+    if points.ndim == 3:        # S seeds: each seed's asked slots, with that seed's key (0 where it asks none)
+        means = np.zeros(counts.shape)
+        for index in range(counts.shape[0]):
+            live = counts[index] > 0
+            if live.any():
+                means[index, live] = evaluate(dict(context.run_config), partition, step, points[index, live],
+                                              counts[index, live], index)
+    else:
+        means = evaluate(dict(context.run_config), partition, step, points, counts)
     # Where a step's time goes: the evaluation, and the process's life so far (Flower starts one per
     # message: its start and imports are the rest).
     return Message(wire.reply_content(run, step, partition, means, handler_seconds=time.time() - started,
@@ -70,9 +78,12 @@ def process_age() -> float:
         return -1.0
 
 
-def client_key(seed: int, partition: int, step: int):
+def client_key(seed: int, partition: int, step: int, index: int = 0):
+    """The key of a client's draws at a step, for seed index ``index`` of base seed ``seed``: index 0
+    keeps a one-run run's key, so that seed 0 of S lock-stepped runs is that run."""
     key = jax.random.fold_in(jax.random.key(seed), CLIENT_SALT)
-    return jax.random.fold_in(jax.random.fold_in(key, partition), step)
+    key = jax.random.fold_in(jax.random.fold_in(key, partition), step)
+    return key if index == 0 else jax.random.fold_in(key, index)
 
 
 def load_function(ref: str):
@@ -100,11 +111,12 @@ def function_means(function, partition: int, points: np.ndarray, counts: np.ndar
     return sums / np.maximum(counts, 1)
 
 
-def evaluate(run_config: dict, partition: int, step: int, points: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The client's means at ``points`` of ``counts`` pulls each."""
+def evaluate(run_config: dict, partition: int, step: int, points: np.ndarray, counts: np.ndarray,
+             index: int = 0) -> np.ndarray:
+    """The client's means at ``points`` of ``counts`` pulls each, for seed index ``index``."""
     problem = spec.problem(run_config)
     config = problem.config
-    noise_key, private_key = jax.random.split(client_key(problem.seed, partition, step))
+    noise_key, private_key = jax.random.split(client_key(problem.seed, partition, step, index))
     x64 = points.dtype == np.float64
     with jax.enable_x64(x64):
         if problem.function is not None:

@@ -112,7 +112,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
         book["resumed_at"].append(opt.step)
         log(f"resumed {state_path} at step {opt.step}")
     if opt is None:
-        opt = Optimizer(problem.config, space, base_seed=problem.seed, f_star=problem.f_star)
+        opt = Optimizer(problem.config, space, seeds=problem.seeds, base_seed=problem.seed, f_star=problem.f_star)
         opt.save(state_path)
         write_json_atomic(book_path, book)
     M = problem.num_clients
@@ -125,33 +125,40 @@ def serve(grid: Grid, run_config: dict) -> dict:
         t0 = time.time()
         q = opt.ask()
         step = q.step
+        # (S, M, B) counts and (S, M, B, D) points, S = 1 for one run; client m is sent the slots any
+        # seed asks of it, with a seed axis when the run has seeds.
+        counts, points = (q.counts, q.points) if problem.seeds else (q.counts[None], q.points[None])
         rows = {}
         messages = {}
         for m in range(M):
             if m in lost:
                 continue
-            slots = np.nonzero(q.counts[m] > 0)[0]
+            slots = np.nonzero((counts[:, m] > 0).any(axis=0))[0]
             if len(slots) == 0:
                 continue            # nothing asked of this client this step: no message
             rows[m] = slots
-            content = wire.query_content(opt.run_id, step, wire.EVALUATE, m, q.points[m, slots], q.counts[m, slots])
+            asked_points, asked_counts = points[:, m][:, slots], counts[:, m][:, slots]
+            if not problem.seeds:
+                asked_points, asked_counts = asked_points[0], asked_counts[0]
+            content = wire.query_content(opt.run_id, step, wire.EVALUATE, m, asked_points, asked_counts)
             messages[m] = Message(content, dst_node_id=nodes[m], message_type=wire.QUERY)
         sent = sum(wire.payload_bytes(msg) for msg in messages.values())
         asked = time.time()
         replies, missing = exchange(grid, messages, timeout, poll)
         waited = time.time() - asked
-        values = np.full(q.counts.shape, np.nan)
+        values = np.full(counts.shape, np.nan)
         received, handler, process = 0, 0.0, 0.0
         for m, reply in replies.items():
             if reply.has_error() and reply.error.code in LOST:
                 missing.append(m)
                 continue
             try:
-                means = wire.check_reply(reply, opt.run_id, step, m, nodes[m], len(rows[m]))
+                shape = (counts.shape[0], len(rows[m])) if problem.seeds else (len(rows[m]),)
+                means = wire.check_reply(reply, opt.run_id, step, m, nodes[m], shape)
             except wire.ReplyError as err:
                 raise RunStopped(f"{err}; refused (never averaged): the run stops with its state kept at step "
                                  f"{opt.step} ({state_path}), rerun to resume") from None
-            values[m, rows[m]] = means
+            values[:, m, rows[m]] = means.reshape(counts.shape[0], -1)
             received += wire.payload_bytes(reply)
             header = reply.content["fedpne"]
             handler = max(handler, float(header.get("handler_seconds", 0.0)))
@@ -171,13 +178,14 @@ def serve(grid: Grid, run_config: dict) -> dict:
             raise RunStopped(f"every client is lost at step {step}; state kept at step {opt.step} ({state_path})")
         if lost:
             alive = [m for m in range(M) if m not in lost]
-            fill = np.mean(values[alive], axis=0)
+            fill = np.mean(values[:, alive], axis=1)
             for m in lost:
-                values[m] = np.where(q.counts[m] > 0, fill, np.nan)
-        opt.tell(q, values)
+                values[:, m] = np.where(counts[:, m] > 0, fill, np.nan)
+        values = np.where(counts > 0, values, np.nan)       # a seed's empty slot among another's asked ones
+        opt.tell(q, values if problem.seeds else values[0])
         opt.save(state_path)
         seconds = time.time() - t0
-        book["steps"].append({"step": int(step), "slots": int(sum(len(r) for r in rows.values())),
+        book["steps"].append({"step": int(step), "slots": int((counts[:, list(rows)] > 0).sum()),
                               "sent_bytes": int(sent), "received_bytes": int(received),
                               "clients": len(rows) - len(missing), "seconds": round(seconds, 4),
                               "exchange_seconds": round(waited, 4), "client_handler_seconds": round(handler, 4),
@@ -199,10 +207,11 @@ def serve(grid: Grid, run_config: dict) -> dict:
 
 def wire_summary(book: dict, opt, M: int, seconds: float) -> dict:
     """The run's wire statistics; ``paper_uploads``: the paper's communication count, the means
-    uploaded by all M clients (each one float), where the algorithm counts them (Fed-PNE)."""
+    uploaded by all M clients (each one float) summed over the seeds, where the algorithm counts them
+    (Fed-PNE)."""
     steps = book["steps"]
     uploads = getattr(opt.outputs(), "uploads", None)
-    floats = None if uploads is None else int(np.asarray(uploads).ravel()[0]) * M
+    floats = None if uploads is None else int(np.asarray(uploads).sum()) * M
     return {"steps": len(steps), "sent_bytes": int(sum(s["sent_bytes"] for s in steps)),
             "received_bytes": int(sum(s["received_bytes"] for s in steps)),
             "paper_uploads": floats, "lost_clients": book["lost"], "resumed_at_steps": book["resumed_at"],

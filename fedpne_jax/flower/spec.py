@@ -23,7 +23,7 @@ from fedpne_jax.core.optimizer import _to_json
 
 OPTION_KEYS = ("nu", "rho", "c", "c1", "delta", "k", "split", "noise", "pull", "sampling", "dp-epsilon",
                "dp-delta", "checkpoints", "capacity")
-PROBLEM_KEYS = ("algorithm", "objective", "clients", "horizon", "seed", "heterogeneity", "objective-seed", "dim",
+PROBLEM_KEYS = ("algorithm", "objective", "clients", "horizon", "seed", "seeds", "heterogeneity", "objective-seed", "dim",
                 "instance", "amplitude", "set", "function", "lo", "hi", "f-star") + OPTION_KEYS
 SERVER_KEYS = ("state", "output", "status", "resume", "client-timeout", "node-timeout", "on-client-loss", "poll",
                "crash-after-step")
@@ -82,6 +82,7 @@ class Problem:
     box: Optional[tuple]        # (lo, hi) with a function
     f_star: Optional[float]
     seed: int
+    seeds: Optional[int] = None     # S lock-stepped runs (seed indices 0..S-1 of ``seed``); None: one run
 
     def objective(self):
         """The registered objective (None with a function)."""
@@ -97,7 +98,8 @@ class Problem:
         """A short digest of the problem: a state file of another problem is never resumed."""
         fields = {f.name: _to_json(getattr(self.config, f.name)) for f in dataclasses.fields(self.config) if f.init}
         text = json.dumps({"algorithm": self.algorithm, "config": fields, "objective": self.objective_args,
-                           "function": self.function, "box": self.box, "f_star": self.f_star, "seed": self.seed},
+                           "function": self.function, "box": self.box, "f_star": self.f_star, "seed": self.seed,
+                           **({"seeds": self.seeds} if self.seeds is not None else {})},
                           sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -126,6 +128,10 @@ def problem(run_config) -> Problem:
     seed = _int(run_config, "seed")
     if seed is None:                # only a run config that holds None itself: "" means the default, 0
         raise ValueError("run config 'seed': expected an integer, got None")
+    seeds = _int(run_config, "seeds")
+    if seeds is not None and seeds < 1:
+        raise ValueError(f"run config 'seeds': expected a count >= 1, got {seeds}")
+    seeds = None if seeds == 1 else seeds       # one run, as fedpne run --seeds 1 (its state and result the same)
     function = given(run_config, "function")
     horizon = _int(run_config, "horizon")
     clients = _int(run_config, "clients") or None
@@ -142,7 +148,7 @@ def problem(run_config) -> Problem:
             raise ValueError("run config: a 'function' needs 'clients' and 'horizon'")
         options["horizon"] = horizon
         config = make_config(algorithm, options, clients)
-        return Problem(algorithm, config, _askers(config, clients), None, function, (lo, hi), f_star, seed)
+        return Problem(algorithm, config, _askers(config, clients), None, function, (lo, hi), f_star, seed, seeds)
     name = str(given(run_config, "objective"))
     noise_kind = parse_noise(options.get("noise", DEFAULT_NOISE))[0]
     heterogeneity = given(run_config, "heterogeneity") or objectives.default_heterogeneity(name, noise_kind)
@@ -156,7 +162,7 @@ def problem(run_config) -> Problem:
             "instance": _int(run_config, "instance")}
     if amplitude is not None:
         args["amplitude"] = float(amplitude)
-    return Problem(algorithm, config, _askers(config, clients), args, None, None, f_star, seed)
+    return Problem(algorithm, config, _askers(config, clients), args, None, None, f_star, seed, seeds)
 
 
 def make_config(algorithm: str, options: dict, num_clients: int):

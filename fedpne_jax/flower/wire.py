@@ -2,8 +2,8 @@
 
 A query (server -> client ``m``, Flower message type ``query``) holds a ``fedpne`` ConfigRecord
 (``run``, ``step``, ``phase``, ``partition``) and a ``query`` ArrayRecord (``points`` (K, D) and
-``counts`` (K,), only the slots with a count > 0); a reply echoes ``fedpne`` and holds ``reply``
-(``means`` (K,)).  :func:`check_reply` refuses, naming the client, a reply that is an error, lacks a
+``counts`` (K,), only the slots with a count > 0; (S, K, D) and (S, K) for S seeds, the slots any
+seed asks); a reply echoes ``fedpne`` and holds ``reply`` (``means`` (K,) or (S, K)).  :func:`check_reply` refuses, naming the client, a reply that is an error, lacks a
 record or key, answers another run, step or partition, or holds means of the wrong shape, or
 non-finite ones.
 
@@ -63,9 +63,9 @@ def who(partition, node_id) -> str:
     return f"client {partition} (node {node_id})" if partition is not None else f"node {node_id}"
 
 
-def check_reply(message: Message, run: str, step: int, partition, node_id, size: int | None) -> np.ndarray | dict:
-    """The means of a reply to an evaluate query (``size`` slots), or the header of a hello's
-    reply (``size`` None); ReplyError naming the client otherwise."""
+def check_reply(message: Message, run: str, step: int, partition, node_id, shape: tuple | None) -> np.ndarray | dict:
+    """The means of a reply to an evaluate query (``shape``: the query's counts'), or the header of a
+    hello's reply (``shape`` None); ReplyError naming the client otherwise."""
     name = who(partition, node_id)
     if message.has_error():
         error = message.error
@@ -81,7 +81,7 @@ def check_reply(message: Message, run: str, step: int, partition, node_id, size:
         raise ReplyError(f"{name}: its reply is for run {header['run']!r}, not this run {run!r}")
     if header["step"] != step:
         raise ReplyError(f"{name}: its reply is for step {header['step']!r}, not the pending step {step}")
-    if size is None:
+    if shape is None:
         if "partitions" not in header:
             raise ReplyError(f"{name}: its hello lacks the key 'partitions'")
         return header
@@ -93,12 +93,13 @@ def check_reply(message: Message, run: str, step: int, partition, node_id, size:
         means = np.asarray(_numpy(content["reply"], "means"), np.float64)
     except (ValueError, TypeError) as err:
         raise ReplyError(f"{name}: its means at step {step} are not an array of numbers ({err})") from None
-    if means.shape != (size,):
-        raise ReplyError(f"{name}: its means at step {step} have shape {means.shape}, not ({size},)")
+    if means.shape != tuple(shape):
+        raise ReplyError(f"{name}: its means at step {step} have shape {means.shape}, not {tuple(shape)}")
     bad = ~np.isfinite(means)
     if bad.any():
-        raise ReplyError(f"{name}: {int(bad.sum())} of its {size} means at step {step} are NaN or infinite "
-                         f"(first at slot {int(np.argmax(bad))})")
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ReplyError(f"{name}: {int(bad.sum())} of its {means.size} means at step {step} are NaN or infinite "
+                         f"(first at slot {first[0] if len(first) == 1 else first})")
     return means
 
 
