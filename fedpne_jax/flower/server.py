@@ -158,6 +158,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
             except wire.ReplyError as err:
                 raise RunStopped(f"{err}; refused (never averaged): the run stops with its state kept at step "
                                  f"{opt.step} ({state_path}), rerun to resume") from None
+            assert isinstance(means, np.ndarray)       # an evaluate reply's (a hello's reply is a header)
             values[:, m, rows[m]] = means.reshape(counts.shape[0], -1)
             received += wire.payload_bytes(reply)
             header = reply.content["fedpne"]
