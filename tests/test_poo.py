@@ -4,7 +4,7 @@ under the paper's rule (2-D Himmelblau, random split) and PyXAB's (Garland); the
 statistically with noise; the host schedules against the reference's loop and PyXAB's own state;
 invalid parameters are refused.
 
-Every run has T = 300, rho_max = 0.95, 10 checkpoints and SEEDS seeds in float64 (PyXAB's
+Every run has T = 300, rhomax = 0.95, 10 checkpoints and SEEDS seeds in float64 (PyXAB's
 arithmetic) under 'gaussian:s' noise (s = 0 for the exact comparisons; the scale is data), so that
 the file compiles three programs: the two bases under the paper's rule on Himmelblau and HCT under
 PyXAB's rule on Garland (PyXAB's rule over T-HOO is checked through the reference, which equals
@@ -180,7 +180,7 @@ def test_instances_are_sized_by_their_own_budgets():
 def test_pyxab_rule_needs_an_instance_before_its_round_robin():
     with pytest.raises(ValueError, match=r"rhomax: PyXAB's POO starts its round robin before any instance"):
         poo.POOConfig(rhomax=0.8, pyxab=True, checkpoints=1)
-    poo.POOConfig(rhomax=0.8, checkpoints=1)                      # the paper's loop starts with rho_max
+    poo.POOConfig(rhomax=0.8, checkpoints=1)                      # the paper's loop starts with rhomax
 
 
 @pytest.mark.parametrize("field,value", [

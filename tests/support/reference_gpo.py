@@ -3,7 +3,7 @@ fedpne_jax.algorithms.trees.gpo (and pct), over the steppable HCT, T-HOO and VHC
 tests/support/reference_bases.py.
 
 ``pyxab=False``: N = ceil((1/2) D_max ln((T/2) / ln(T/2))), L = floor(T / (2N)); for i = 1..N run a
-fresh instance (nu_max, rho_max^(2N/(2i+1))) for L evaluations (T-HOO's n = L), take the point its
+fresh instance (numax, rhomax^(2N/(2i+1))) for L evaluations (T-HOO's n = L), take the point its
 next pull would select, evaluate it L times (running mean V[i]); then evaluate the first argmax
 x_i* until T, and recommend it.
 

@@ -2,8 +2,8 @@
 over the steppable HCT, T-HOO and VHCT instances of tests/support/reference_bases.py.
 
 ``pyxab=False``: Algorithm 1 of the paper, as a loop over its evaluations: n = 0, N = 1 and the
-instance (nu_max, rho_max); while N < (1/2) D_max ln(n / ln n) (the printed ">=" never ends), start
-the instances rho_max^(2N/(2i+1)), i = 1..N, each evaluated n/N times in turn, then n <- 2n, N <- 2N;
+instance (numax, rhomax); while N < (1/2) D_max ln(n / ln n) (the printed ">=" never ends), start
+the instances rhomax^(2N/(2i+1)), i = 1..N, each evaluated n/N times in turn, then n <- 2n, N <- 2N;
 evaluate every instance once; n <- n + N; until T evaluations.  mu[s] is a running mean; the output
 is the j-th evaluation of the first argmax s* (j = floor(u n_s*), in row order), u given.  T-HOO's n
 is the instance's own number of evaluations (a dry run of the loop counts them first).

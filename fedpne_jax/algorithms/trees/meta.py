@@ -160,7 +160,7 @@ def first_best(values, where):
 
 
 def dmax(rhomax: float) -> float:
-    """D_max = ln 2 / ln(1/rho_max) (binary partition, K = 2), in PyXAB's numpy arithmetic."""
+    """D_max = ln 2 / ln(1/rhomax) (binary partition, K = 2), in PyXAB's numpy arithmetic."""
     return float(np.log(2) / np.log(1 / rhomax))
 
 
