@@ -52,13 +52,21 @@ def test_ranks_and_win_rates_by_hand():
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
+def run_files(tmp_path_factory):
+    """HCT's and DOO's runs and their result files (the gate's report tests need no more)."""
     folder = tmp_path_factory.mktemp("report-inputs")
     runs = {}
     for name in ("hct", "doo"):
         res = fp.run(fp.make_config(name, horizon=T, checkpoints=10), "garland", seeds=8)
         res.write_json(folder / f"{name}.json")
         runs[name] = res
+    return folder, runs
+
+
+@pytest.fixture(scope="module")
+def inputs(run_files):
+    """run_files with a federated run's file and a sweep folder beside them."""
+    folder, runs = run_files
     fed = fp.run(fp.make_config("fedpne", num_clients=2, horizon=T, checkpoints=10), "garland", seeds=[3, 1])
     fed.write_json(folder / "fedpne.json")
     runs["fedpne"] = fed
@@ -106,8 +114,8 @@ def test_report_tables_equal_the_runs(inputs, tmp_path):
         assert image.info["dpi"][0] == pytest.approx(300, abs=1) and image.size[0] == 2100
 
 
-def test_ecdf_axis_is_the_unit_interval_and_win_rates_a_heat_map(inputs):
-    folder, runs, _ = inputs
+def test_ecdf_axis_is_the_unit_interval_and_win_rates_a_heat_map(run_files):
+    folder, _ = run_files
     entries = analysis.load([str(folder / "hct.json"), str(folder / "doo.json")])
     figure, _ = report_lib.ecdf_figure(entries)
     assert all(panel["ylim"] == (0.0, 1.0) for panel in figure["panels"])
@@ -117,8 +125,8 @@ def test_ecdf_axis_is_the_unit_interval_and_win_rates_a_heat_map(inputs):
     np.testing.assert_array_equal([s["mean"] for s in heat["series"]], wins)
 
 
-def test_report_without_matplotlib_writes_everything_else(inputs, tmp_path, monkeypatch):
-    folder, _, _ = inputs
+def test_report_without_matplotlib_writes_everything_else(run_files, tmp_path, monkeypatch):
+    folder, _ = run_files
 
     def no_matplotlib(*args, **kwargs):
         raise MissingExtra('plots need matplotlib: pip install "fedpne-jax[plot]" (or pip install matplotlib)')
@@ -132,8 +140,8 @@ def test_report_without_matplotlib_writes_everything_else(inputs, tmp_path, monk
     assert "## Win rates" in text
 
 
-def test_command_line_report_and_its_errors(inputs, tmp_path, capsys):
-    folder, _, _ = inputs
+def test_command_line_report_and_its_errors(run_files, tmp_path, capsys):
+    folder, _ = run_files
     out = tmp_path / "r"
     assert cli.main(["report", str(folder / "hct.json"), "--out", str(out), "--no-plots"]) == 0
     assert (out / "REPORT.md").exists() and not (out / "ecdf.png").exists()
