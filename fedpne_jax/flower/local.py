@@ -448,14 +448,17 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
               auth: bool = False, simulation: bool = False) -> dict:
     """One run on a fresh local deployment: {"ok", "message", "status"} (the server's status file)."""
     out = out or sys.stdout
-    previous = signal.getsignal(signal.SIGTERM)
+    # SIGINT too: a command started with SIGINT ignored (a background job of a script inherits that)
+    # still stops its deployment on a Ctrl-C, as fedpne run does.
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
 
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
-        signal.signal(signal.SIGTERM, on_term)
+        for signum in previous:
+            signal.signal(signum, on_term)
     try:
         with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out, isolation=isolation,
                         auth=auth, simulation=simulation) as d:
@@ -473,4 +476,5 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
             return status
     finally:
         if in_main:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
