@@ -1,7 +1,7 @@
 """Record PyXAB 0.3.0's own final regrets on Garland, the figures tests/test_pyxab_statistics.py
 compares every X-armed algorithm of this package with (PyXAB is too slow to run in the suite).
 
-    python scripts/pyxab_figures.py [--seeds 20] [--horizon 1000] [--out tests/data/pyxab_regret.json]
+    python scripts/pyxab_figures.py [--seeds 100] [--horizon 1000] [--out tests/data/pyxab_regret.json]
                                     [--only NAME ...]
 
 Every algorithm with PyXAB's default parameters on [0, 1], T rounds, uniform(-0.1, 0.1) noise on
@@ -73,7 +73,7 @@ def final_regret(name: str, T: int, seed: int) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--horizon", type=int, default=1000)
     ap.add_argument("--out", default="tests/data/pyxab_regret.json")
     ap.add_argument("--only", nargs="+", choices=sorted(ALGORITHMS),

@@ -1,6 +1,6 @@
 """Every X-armed algorithm of this package against PyXAB 0.3.0 itself, statistically: on Garland with
 uniform(-0.1, 0.1) noise, the final regret of 200 runs here and of PyXAB's own runs, recorded by
-``python scripts/pyxab_figures.py`` in tests/data/pyxab_regret.json (PyXAB takes minutes for them),
+``python scripts/pyxab_figures.py`` in tests/data/pyxab_regret.json (100 per algorithm; PyXAB takes an hour, VROOM most),
 agree in mean and spread (tests/support/helpers.py: the tests and their false-alarm rates).  Each algorithm runs PyXAB's rules (``pyxab=True``, HCT's
 ``expand='pyxab'``) and PyXAB's default parameters, as the script runs PyXAB."""
 import json
@@ -27,7 +27,7 @@ def test_figures_cover_the_family():
                        "stroquool", "zooming", "vroom"}
     assert set(RECORDED["algorithms"]) == tree_algorithms <= set(fp.ALGORITHMS)
     assert RECORDED["noise"] == "uniform:0.1" and RECORDED["function"] == "garland"
-    assert all(len(r["final_regret"]) >= 20 for r in RECORDED["algorithms"].values())
+    assert all(len(r["final_regret"]) >= 100 for r in RECORDED["algorithms"].values())
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED["algorithms"]))
