@@ -51,15 +51,16 @@ def query(msg: Message, context: Context) -> Message:
     if points is None or counts is None:
         raise ValueError(f"the evaluate query of step {step} has no 'query' record")
     started = time.time()
+    run_config = dict(context.run_config)
     if points.ndim == 3:        # S seeds: each seed's asked slots, with that seed's key (0 where it asks none)
         means = np.zeros(counts.shape)
         for index in range(counts.shape[0]):
             live = counts[index] > 0
             if live.any():
-                means[index, live] = evaluate(dict(context.run_config), partition, step, points[index, live],
-                                              counts[index, live], index)
+                means[index, live] = evaluate(run_config, partition, step, points[index, live], counts[index, live],
+                                              index)
     else:
-        means = evaluate(dict(context.run_config), partition, step, points, counts)
+        means = evaluate(run_config, partition, step, points, counts)
     # Where a step's time goes: the evaluation, and the process's life so far (Flower starts one per
     # message: its start and imports are the rest).
     return Message(wire.reply_content(run, step, partition, means, handler_seconds=time.time() - started,

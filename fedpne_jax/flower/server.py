@@ -128,7 +128,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
         # (S, M, B) counts and (S, M, B, D) points, S = 1 for one run; client m is sent the slots any
         # seed asks of it, with a seed axis when the run has seeds.
         counts, points = (q.counts, q.points) if problem.seeds else (q.counts[None], q.points[None])
-        rows = {}
+        rows, sent_counts = {}, {}  # client m: its slots, and the counts sent (the shape its means must have)
         messages = {}
         for m in range(M):
             if m in lost:
@@ -137,10 +137,10 @@ def serve(grid: Grid, run_config: dict) -> dict:
             if len(slots) == 0:
                 continue            # nothing asked of this client this step: no message
             rows[m] = slots
-            asked_points, asked_counts = points[:, m][:, slots], counts[:, m][:, slots]
+            asked_points, sent_counts[m] = points[:, m][:, slots], counts[:, m][:, slots]
             if not problem.seeds:
-                asked_points, asked_counts = asked_points[0], asked_counts[0]
-            content = wire.query_content(opt.run_id, step, wire.EVALUATE, m, asked_points, asked_counts)
+                asked_points, sent_counts[m] = asked_points[0], sent_counts[m][0]
+            content = wire.query_content(opt.run_id, step, wire.EVALUATE, m, asked_points, sent_counts[m])
             messages[m] = Message(content, dst_node_id=nodes[m], message_type=wire.QUERY)
         sent = sum(wire.payload_bytes(msg) for msg in messages.values())
         asked = time.time()
@@ -153,8 +153,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
                 missing.append(m)
                 continue
             try:
-                shape = (counts.shape[0], len(rows[m])) if problem.seeds else (len(rows[m]),)
-                means = wire.check_reply(reply, opt.run_id, step, m, nodes[m], shape)
+                means = wire.check_reply(reply, opt.run_id, step, m, nodes[m], sent_counts[m].shape)
             except wire.ReplyError as err:
                 raise RunStopped(f"{err}; refused (never averaged): the run stops with its state kept at step "
                                  f"{opt.step} ({state_path}), rerun to resume") from None
@@ -181,8 +180,9 @@ def serve(grid: Grid, run_config: dict) -> dict:
             alive = [m for m in range(M) if m not in lost]
             fill = np.mean(values[:, alive], axis=1)
             for m in lost:
-                values[:, m] = np.where(counts[:, m] > 0, fill, np.nan)
-        values = np.where(counts > 0, values, np.nan)       # a seed's empty slot among another's asked ones
+                values[:, m] = fill
+        # Empty slots are NaN: a lost client's, and a seed's among the slots another seed asked.
+        values = np.where(counts > 0, values, np.nan)
         opt.tell(q, values if problem.seeds else values[0])
         opt.save(state_path)
         seconds = time.time() - t0

@@ -3,9 +3,9 @@
 A query (server -> client ``m``, Flower message type ``query``) holds a ``fedpne`` ConfigRecord
 (``run``, ``step``, ``phase``, ``partition``) and a ``query`` ArrayRecord (``points`` (K, D) and
 ``counts`` (K,), only the slots with a count > 0; (S, K, D) and (S, K) for S seeds, the slots any
-seed asks); a reply echoes ``fedpne`` and holds ``reply`` (``means`` (K,) or (S, K)).  :func:`check_reply` refuses, naming the client, a reply that is an error, lacks a
-record or key, answers another run, step or partition, or holds means of the wrong shape, or
-non-finite ones.
+seed asks); a reply echoes ``fedpne`` and holds ``reply`` (``means`` (K,) or (S, K)).
+:func:`check_reply` refuses, naming the client, a reply that is an error, lacks a record or key,
+answers another run, step or partition, or holds means of the wrong shape, or non-finite ones.
 
 The records in full: docs/guides/flower.md, section "Inside the apps".
 """
