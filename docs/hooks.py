@@ -38,7 +38,8 @@ def on_page_markdown(markdown, page=None, config=None, files=None):
     return render(markdown)
 
 
-LEFT_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|data|attr|exc|obj|const):(?:<code>|`)")
+# Any role, not only the kinds roles.py renders: a kind it does not know is what this catches.
+LEFT_ROLE = re.compile(r":(?:[a-z]+:)+(?:<code>|`)")
 
 
 def on_post_page(html, page=None, config=None):
