@@ -23,6 +23,7 @@ from fedpne_jax.core.diagnostics import LARGE_TABLE, DegenerateRunWarning
 from fedpne_jax.core.errors import CapacityError, MissingExtra, ObjectiveError
 from fedpne_jax.core.grid import product as grid_product
 from fedpne_jax.core.host_devices import enable as enable_host_devices
+from fedpne_jax.core.measures import Measures
 from fedpne_jax.core.optimizer import Ask, Optimizer
 from fedpne_jax.core.registry import NAMES as ALGORITHMS
 from fedpne_jax.core.registry import PluginError, load_plugin, make_config, register
@@ -37,7 +38,7 @@ from fedpne_jax.experiments.report import report
 from fedpne_jax.experiments.runner import run_sweep
 from fedpne_jax.experiments.sweep import SweepError
 
-__all__ = ["ALGORITHMS", "register", "load_plugin", "Algorithm", "BaselineConfig", "Style", "PluginError",
+__all__ = ["ALGORITHMS", "register", "load_plugin", "Algorithm", "BaselineConfig", "Style", "Measures", "PluginError",
            "make_config", "FedPNEConfig", "run", "run_grid", "stepper", "Stepper", "Query", "Optimizer", "Ask", "grid_product", "RunResult",
            "run_sweep", "load_sweep", "SweepResults", "report", "export", "CapacityError", "ObjectiveError", "SweepError", "MissingExtra",
            "DegenerateRunWarning", "LARGE_TABLE",

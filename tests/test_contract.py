@@ -11,7 +11,7 @@ import pytest
 import fedpne_jax as fp
 import objectives
 from fedpne_jax.algorithms import BUILTIN
-from fedpne_jax.core import checkpoints, executor, registry
+from fedpne_jax.core import checkpoints, executor, measures, registry
 from fedpne_jax.core.portability import processor_dependent_ops
 from tests.support import behaviour
 from tests.support.behaviour import M, recorded_objective
@@ -80,7 +80,7 @@ def _check_simple_regret(res):
 def _check_measures(res):
     """Best-so-far regret: never rises, is at most the mean regret per round so far (a smallest gap
     is at most the mean gap), and reaches each target exactly from its hit round on."""
-    assert set(checkpoints.MEASURES) <= set(res.metrics)
+    assert set(measures.REPORTED) <= set(res.metrics)
     best, hits = res.best_curve, res.hits
     assert best.shape == res.curves.shape and hits.shape == (SEEDS, checkpoints.TARGET_EXPONENTS.size)
     assert np.all(np.diff(best, axis=1) <= 0)

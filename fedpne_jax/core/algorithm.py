@@ -22,8 +22,9 @@ import numpy as np
 
 
 class Outputs(Protocol):
-    """What ``run_single`` returns for one run: a NamedTuple with at least these fields (and the
-    algorithm's ``metrics``)."""
+    """What ``run_single`` returns for one run: a pytree with at least these fields (and the
+    algorithm's ``metrics``).  The built-in families return :class:`fedpne_jax.core.measures.Measures`
+    subclasses, which carry every shared measure."""
 
     @property
     def curve(self) -> jax.Array: ...            # (C,) regret at the config's checkpoint rounds

@@ -86,8 +86,6 @@ def record_located(curve, inside, last, during, after):
 # COCO's default targets: 10^2 .. 10^-8, five per decade (51), times the objective's scale.
 TARGET_EXPONENTS = np.linspace(2.0, -8.0, 51)
 NOT_REACHED = 0               # a hit round of 0: the target was not reached within T (rounds start at 1)
-# The metrics these add to an algorithm's result; simple_curve is each family's own (its recommendation).
-MEASURES = ("best_curve", "hits", "target_scale", "simple_curve")
 
 
 class Best(NamedTuple):

@@ -290,7 +290,7 @@ def _run_growing(batch: Batch, grid_index, ids, base_seed, grow, pad_to, budget=
         if outputs is None:
             outputs = jax.tree.map(lambda a: np.empty((ids.size,) + a.shape[1:], a.dtype), out)
         done = out.flags == 0
-        for full, part in zip(outputs, out):
+        for full, part in zip(jax.tree.leaves(outputs), jax.tree.leaves(out)):
             full[call[done]] = part[done]
         failed = ~done
         pending = rest

@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from fedpne_jax.core import checkpoints as checkpoints_lib
-from fedpne_jax.core import registry
+from fedpne_jax.core import measures, registry
 from fedpne_jax.experiments.load import input_kind, load_sweep
 from objectives import registry as objective_registry
 
@@ -80,7 +80,7 @@ def _sweep_problem(labels: dict) -> dict:
 def _measures(per_seed: dict, where: str) -> tuple:
     """(best, hits, scale, simple); results written before the simple regret was recorded read with a
     NaN one, before the best-so-far regret not at all."""
-    missing = [m for m in checkpoints_lib.MEASURES if m != "simple_curve" and m not in per_seed]
+    missing = [m for m in measures.REPORTED if m != "simple_curve" and m not in per_seed]
     if missing:
         raise ValueError(f"{where!r} has no {', '.join(missing)}: it was written before the best-so-far "
                          f"regret was recorded; rerun it")
@@ -121,7 +121,7 @@ def _sweep_entries(path: str) -> list[Entry]:
         if not done.any():
             continue
         resolved, algorithm = res.resolved[i], res.algorithms[i] or labels["algorithm"]
-        metrics = {m: res.metrics[m][i][done] for m in checkpoints_lib.MEASURES if m in res.metrics}
+        metrics = {m: res.metrics[m][i][done] for m in measures.REPORTED if m in res.metrics}
         best, hits, scale, simple = _measures(metrics, path)
         extra = ", ".join(f"{k}={labels[k]}" for k in varied[labels["algorithm"]] if labels.get(k) is not None)
         out.append(Entry(label=registry.label(algorithm) + (f" ({extra})" if extra else ""), algorithm=algorithm,

@@ -10,7 +10,7 @@ import numpy as np
 
 import fedpne_jax as fp
 import objectives
-from fedpne_jax.core import checkpoints
+from fedpne_jax.core import measures
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "behaviour.npz")
 SEEDS = 3
@@ -46,7 +46,7 @@ BASELINES = {
 
 # Measures added after the recording (tests/test_measures.py checks them against NumPy): kept out, so
 # that the AMD-recorded fixture stays as it was written.
-ADDED_METRICS = set(checkpoints.MEASURES)
+ADDED_METRICS = set(measures.REPORTED)
 
 
 def recorded_objective(heterogeneity="shift", name="garland"):
@@ -85,32 +85,51 @@ def runs() -> list[str]:
     return [f"fedpne/{name}" for name in FEDPNE] + [f"baseline/{name}" for name in BASELINES]
 
 
+def parts() -> list[str]:
+    """The fixture's parts, each checked on its own: every run, the grid and the sweep."""
+    return runs() + ["grid", "sweep"]
+
+
+def part_of(key: str) -> str:
+    """The part a fixture array belongs to ("fedpne/dp/curves" -> "fedpne/dp", "grid/2/curves" -> "grid")."""
+    head = key.partition("/")[0]
+    return head if head in ("grid", "sweep") else key.rpartition("/")[0]
+
+
+def collect_part(part: str) -> dict:
+    """The arrays of one part of the fixture, computed now."""
+    if part == "grid":
+        base = fp.FedPNEConfig(**RECORDED_SHAPE["fedpne"])
+        configs = fp.grid_product(base, c=[0.05, 0.2], rho=[0.5, 0.7])
+        out: dict = {}
+        for i, result in enumerate(fp.run_grid(configs, recorded_objective(), seeds=SEEDS, base_seed=BASE_SEED)):
+            out.update(stored(f"grid/{i}", result))
+        return out
+    if part == "sweep":
+        definition = {"objectives": [{"name": "garland"}], "algorithms": ["fedpne", "hct"], "clients": [M],
+                      "horizon": [500], "seeds": SEEDS, "base_seed": 4, "params": {"checkpoints": 5},
+                      "fedpne": {"grid": {"c": [0.1, 0.3]}}}
+        with tempfile.TemporaryDirectory() as folder:
+            fp.run_sweep(definition, folder, progress=False)
+            res = fp.load_sweep(folder)
+            return {"sweep/final_regret": res.final_regret, "sweep/curves": res.curves}
+    return stored(part, run(part))
+
+
 def collect(skip: tuple = ()) -> dict:
-    """Every recorded array, but those of the runs named in ``skip``."""
+    """Every recorded array, but those of the parts named in ``skip``."""
     out: dict = {}
-    for name in runs():
-        if name not in skip:
-            out.update(stored(name, run(name)))
-    base = fp.FedPNEConfig(**RECORDED_SHAPE["fedpne"])
-    for i, result in enumerate(fp.run_grid(fp.grid_product(base, c=[0.05, 0.2], rho=[0.5, 0.7]), recorded_objective(),
-                                           seeds=SEEDS, base_seed=BASE_SEED)):
-        out.update(stored(f"grid/{i}", result))
-    definition = {"objectives": [{"name": "garland"}], "algorithms": ["fedpne", "hct"], "clients": [M],
-                  "horizon": [500], "seeds": SEEDS, "base_seed": 4, "params": {"checkpoints": 5},
-                  "fedpne": {"grid": {"c": [0.1, 0.3]}}}
-    with tempfile.TemporaryDirectory() as folder:
-        fp.run_sweep(definition, folder, progress=False)
-        res = fp.load_sweep(folder)
-        out["sweep/final_regret"] = res.final_regret
-        out["sweep/curves"] = res.curves
+    for part in parts():
+        if part not in skip:
+            out.update(collect_part(part))
     return out
 
 
 def recorded(skip: tuple = ()) -> dict:
-    """The fixture's arrays, but those of the runs named in ``skip``."""
+    """The fixture's arrays, but those of the parts named in ``skip``."""
     with np.load(FIXTURE) as data:
         out = {k.replace("__", "/"): data[k] for k in data.files}
-    return {k: v for k, v in out.items() if k.rpartition("/")[0] not in skip}
+    return {k: v for k, v in out.items() if part_of(k) not in skip}
 
 
 def compare(recorded, current) -> list[str]:

@@ -19,10 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.algorithms.arms import arm_grid as arm_grid
-from fedpne_jax.core import checkpoints, counters
+from fedpne_jax.core import checkpoints, counters, measures
 from fedpne_jax.core import pulls as pulls_lib
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
+from fedpne_jax.core.measures import Measures
 from fedpne_jax.core.noise import subgaussian_scale
 from fedpne_jax.core.stepper import Space, Steps
 from fedpne_jax.core.validation import check_int, check_real
@@ -108,17 +109,12 @@ class Params(NamedTuple):
     bound: np.float32              # 4 sigma^2 ln T / M (B = sqrt(bound / n))
 
 
-class Outputs(NamedTuple):
-    curve: jax.Array
-    final_regret: jax.Array
-    flags: jax.Array
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Outputs(Measures):
     phases: jax.Array
     uploads: jax.Array
     arms_left: jax.Array
-    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
-    hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
-    target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
-    simple_curve: jax.Array    # (C,) simple regret of the recommendation at the checkpoints
     recommendation: jax.Array
     eliminated: jax.Array          # (K,) int32: the phase that eliminated each arm (0: never); tests read it
 
@@ -424,6 +420,6 @@ def steps(static: Static, params: Params, space: Space) -> Steps:
 
 ALGORITHM = Algorithm(name="fed1ucb", config_type=Fed1UCBConfig, make_static=make_static,
                       make_params=make_params, run_single=run_single,
-                      metrics=("phases", "uploads", "arms_left", "recommendation") + checkpoints.MEASURES,
+                      metrics=measures.metrics(("phases", "uploads", "arms_left", "recommendation")),
                       federated=True, check=check, steps=steps,
                       styles=(("fed1ucb", Style("Fed1-UCB", "#2ca02c", "^")),))

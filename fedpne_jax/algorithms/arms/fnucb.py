@@ -21,9 +21,10 @@ import numpy as np
 
 from fedpne_jax.algorithms.arms import arm_grid as arm_grid
 from fedpne_jax.algorithms.arms.network import Net, average, features, forward, init_net, train
-from fedpne_jax.core import checkpoints
+from fedpne_jax.core import checkpoints, measures
 from fedpne_jax.core.algorithm import Algorithm, Style
 from fedpne_jax.core.config import MAX_CLIENTS, BaselineConfig
+from fedpne_jax.core.measures import Measures
 from fedpne_jax.core.stepper import Space, Steps
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import exact_sqrt, first_argmax, pairwise_sum
@@ -106,17 +107,12 @@ class Params(NamedTuple):
     noise_scale: np.float32
 
 
-class Outputs(NamedTuple):
-    curve: jax.Array
-    final_regret: jax.Array
-    flags: jax.Array
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Outputs(Measures):
     phases: jax.Array
     recommendation: jax.Array
     arms_pulled: jax.Array
-    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
-    hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
-    target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
-    simple_curve: jax.Array    # (C,) simple regret of the recommendation at the checkpoints
 
 
 def check(config: FNUCBConfig, objective) -> None:
@@ -334,6 +330,6 @@ def steps(static: Static, params: Params, space: Space) -> Steps:
 
 
 ALGORITHM = Algorithm(name="fnucb", config_type=FNUCBConfig, make_static=make_static, make_params=make_params,
-                      run_single=run_single, metrics=("phases", "recommendation", "arms_pulled") + checkpoints.MEASURES,
+                      run_single=run_single, metrics=measures.metrics(("phases", "recommendation", "arms_pulled")),
                       federated=True, check=check, steps=steps,
                       styles=(("fnucb", Style("FN-UCB", "#bcbd22", "<")),))

@@ -8,7 +8,6 @@ table size and also returns the objective evaluations they performed (benchmarks
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -18,24 +17,23 @@ from fedpne_jax.algorithms.fedpne import evaluation, plan
 from fedpne_jax.algorithms.fedpne import phase as phase_lib
 from fedpne_jax.algorithms.fedpne.config import FedPNEConfig
 from fedpne_jax.algorithms.fedpne.plan import Params, Static, Tables
-from fedpne_jax.core import checkpoints, executor
+from fedpne_jax.core import checkpoints, executor, measures
 from fedpne_jax.core.errors import raise_for_objective
+from fedpne_jax.core.measures import Measures
 
 
-class Outputs(NamedTuple):
-    final_regret: jax.Array    # R(T) / M
-    curve: jax.Array           # (C,) R / M at the checkpoint rounds
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Outputs(Measures):
+    """The measures (curve and final regret: R / M; best-so-far regret NaN with uniform points),
+    then Fed-PNE's own."""
+
     phases: jax.Array
     uploads: jax.Array         # sum_p |K^p| over uploaded phases (per client)
     depth: jax.Array
     recommendation: jax.Array  # (D,)
     max_active: jax.Array
-    flags: jax.Array
     evaluations: jax.Array     # (4,) objective evaluations (evaluation.counts); not a reported metric
-    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints (NaN with uniform points)
-    hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
-    target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
-    simple_curve: jax.Array    # (C,) simple regret of the recommendation at the checkpoints
 
 
 def run_single(static: Static, params: Params, objective, key) -> Outputs:
@@ -61,9 +59,10 @@ def finish(static: Static, state: phase_lib.RunState, scale) -> Outputs:
     """A run's outputs once its last phase is done (its checkpoints written); ``scale``: the
     best-so-far targets' scale."""
     state = phase_lib.write_span(static, state)
-    return Outputs(state.regret, state.curve, state.phases, state.uploads, state.depth_pulled,
-                   state.recommendation, state.max_active, state.flags, state.evaluations, state.best_curve,
-                   state.best.hits, scale, state.simple_curve)
+    return Outputs(curve=state.curve, final_regret=state.regret, flags=state.flags, best_curve=state.best_curve,
+                   hits=state.best.hits, target_scale=scale, simple_curve=state.simple_curve, phases=state.phases,
+                   uploads=state.uploads, depth=state.depth_pulled, recommendation=state.recommendation,
+                   max_active=state.max_active, evaluations=state.evaluations)
 
 
 def run_keys(key):
@@ -71,7 +70,7 @@ def run_keys(key):
     return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
 
-METRICS = ("phases", "uploads", "depth", "recommendation", "max_active") + checkpoints.MEASURES
+METRICS = measures.metrics(("phases", "uploads", "depth", "recommendation", "max_active"))
 
 
 def describe(config: FedPNEConfig, tables: Tables, out: Outputs) -> tuple[str, dict, dict]:
@@ -83,10 +82,8 @@ def describe(config: FedPNEConfig, tables: Tables, out: Outputs) -> tuple[str, d
                    uploads=np.asarray(out.uploads, np.int64) * config.num_clients,
                    depth=np.asarray(out.depth, np.int64),
                    recommendation=np.asarray(out.recommendation, np.float64),
-                   max_active=np.asarray(out.max_active, np.int64),
-                   best_curve=np.asarray(out.best_curve, np.float64), hits=np.asarray(out.hits, np.int64),
-                   target_scale=np.asarray(out.target_scale, np.float64),
-                   simple_curve=np.asarray(out.simple_curve, np.float64))
+                   max_active=np.asarray(out.max_active, np.int64))
+    metrics.update({m: np.asarray(getattr(out, m), np.int64 if m == "hits" else np.float64) for m in measures.REPORTED})
     return ("dp-fedpne" if config.dp else "fedpne"), resolved, metrics
 
 

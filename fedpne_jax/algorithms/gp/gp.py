@@ -21,9 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedpne_jax.algorithms.gp.kernels import kernel, mesh_indices, squared_distances
-from fedpne_jax.core import blocks, checkpoints, noise
+from fedpne_jax.core import blocks, checkpoints, measures, noise
 from fedpne_jax.core.config import BaselineConfig
 from fedpne_jax.core.counters import threefry_words, unit_floats
+from fedpne_jax.core.measures import Measures
 from fedpne_jax.core.validation import check_int, check_real
 from objectives.ordered import compensated_add, exact_sqrt, first_argmax, pairwise_mean
 
@@ -283,16 +284,14 @@ class Policy:
     recommend: Callable = lambda params, model, extra: first_argmax(model.mean)
 
 
-class Outputs(NamedTuple):
-    curve: jax.Array             # (C,) regret at the checkpoints (per-client average for BBO)
-    final_regret: jax.Array      # ()
-    flags: jax.Array             # () int32
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Outputs(Measures):
+    """The measures (regret: the per-client average for BBO; best-so-far: over every pick of a
+    round), then the family's own."""
+
     recommendation: jax.Array    # (D,) the recommended candidate
     distinct: jax.Array          # () int32: how many distinct candidates were evaluated
-    best_curve: jax.Array        # (C,) best-so-far regret at the checkpoints (over every pick of a round)
-    hits: jax.Array              # (51,) int32 first round the best-so-far regret reached each target, 0: not
-    target_scale: jax.Array      # () the targets' scale (checkpoints.target_scale)
-    simple_curve: jax.Array      # (C,) simple regret of the recommendation after each checkpoint round
     choices: jax.Array           # (trace,) or (trace, M) int32 candidate indices, -1 past T
 
 
@@ -459,4 +458,4 @@ def local_rewards(objective, points):
     return blocks.every_point(objective, objective.values_and_locals, points)
 
 
-METRICS = ("recommendation", "distinct", "choices") + checkpoints.MEASURES
+METRICS = measures.metrics(("recommendation", "distinct", "choices"))

@@ -9,6 +9,7 @@ so a run told the objective's noise-free values is this run, bit for bit.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import jax
@@ -19,8 +20,9 @@ from fedpne_jax.algorithms.trees.layout import Table
 from fedpne_jax.algorithms.trees.partition import new_table
 from fedpne_jax.algorithms.trees.policy import Last, TreePolicy, TreeStatic, next_selection
 from fedpne_jax.algorithms.trees.rounds import run_rounds
-from fedpne_jax.core import checkpoints
+from fedpne_jax.core import checkpoints, measures
 from fedpne_jax.core.errors import FLAG_CAPACITY
+from fedpne_jax.core.measures import Measures
 from objectives.ordered import no_contraction
 
 
@@ -32,21 +34,16 @@ class State(NamedTuple):
     overflow: jax.Array
 
 
-class Outputs(NamedTuple):
-    curve: jax.Array           # (C,) cumulative regret at the checkpoints
-    final_regret: jax.Array    # ()
-    flags: jax.Array           # () int32 errors.FLAG_* bits
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Outputs(Measures):
     recommendation: jax.Array  # (D,) the policy's recommendation (default: PyXAB's get_last_point)
     nodes: jax.Array           # () int32 rows of the node table in use
     depth: jax.Array           # () int32 deepest node
-    best_curve: jax.Array      # (C,) best-so-far regret at the checkpoints
-    hits: jax.Array            # (51,) int32 first round the best-so-far regret reached each target, 0: not
-    target_scale: jax.Array    # () the targets' scale (checkpoints.target_scale)
-    simple_curve: jax.Array    # (C,) simple regret f* - f(recommendation) at the checkpoints
     points: jax.Array          # (T, D) the pulled points when the static asks for a trace, else (0, D)
 
 
-METRICS = ("recommendation", "nodes", "depth") + checkpoints.MEASURES
+METRICS = measures.metrics(("recommendation", "nodes", "depth"))
 
 
 def start(static: TreeStatic, params, lo, hi, key, policy: TreePolicy, scale) -> State:
