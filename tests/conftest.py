@@ -3,12 +3,13 @@ pass (tests/test_contract.py).  A new algorithm registered in fedpne_jax.core.re
 suite until it has an entry here.  (The built-in ones: tests/test_plugins.py registers an example
 algorithm in its own process, which must not change what other test files see.)
 
-The parallel workers share no compilation cache (a shared persistent cache saved about 11 s of the
-suite's 1,100 s of compilation).  Each test file's run programs are dropped when the file ends, and
+Each test file's run programs are dropped when the file ends, and
 every other cached program once the worker holds KEEP_CACHES_BELOW: a worker that kept all of them
 grew past 4.8 GB, and twice a worker that old crashed inside XLA's compiler (a segmentation fault),
 which leaves pytest-xdist waiting for it."""
 import os
+import shutil
+import tempfile
 
 import jax
 import pytest
@@ -18,9 +19,18 @@ from fedpne_jax.algorithms import BUILTIN
 from fedpne_jax.core import compile_cache, executor, host_devices
 from tests.support import tiers
 
-# The command line keeps compiled programs on disk (compile_cache); the suite's processes, and the
-# ones it starts, compile from scratch and write nothing to the user's cache folder.
-os.environ[compile_cache.ENV] = "off"
+# The command line keeps compiled programs on disk (compile_cache), in the user's folder.  The suite
+# keeps them in one folder of its own instead, which its workers and every process they start (the
+# command line, its workers, Flower's apps) share: a rerun that resumes, and a later test of the same
+# shapes, load what an earlier one compiled, as a user's would, with the same bits.  SUITE_CACHE
+# names a folder to share across sessions (.ci/run's two tiers); else the controller makes one and
+# removes it at the end.
+SUITE_CACHE = "FEDPNE_SUITE_COMPILE_CACHE"
+_OWN_CACHE = "FEDPNE_SUITE_COMPILE_CACHE_OWNED"
+if not os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get(SUITE_CACHE):
+    os.environ[SUITE_CACHE] = os.environ[_OWN_CACHE] = tempfile.mkdtemp(prefix="fedpne-suite-xla-")
+os.environ[compile_cache.ENV] = os.environ[SUITE_CACHE]
+compile_cache.enable()
 # The command line makes every core a device (host_devices) when it is the first to touch JAX, which
 # a test calling it in a worker could be: the suite keeps one device unless a test asks for more.
 os.environ[host_devices.ENV] = "off"
@@ -52,6 +62,12 @@ def _programs_of_one_file():
 def pytest_addoption(parser):
     parser.addoption("--thorough", action="store_true", default=bool(os.environ.get("FEDPNE_THOROUGH")),
                      help="run the whole suite, not only the gate (tests/support/tiers.py)")
+
+
+def pytest_unconfigure(config):
+    owned = os.environ.get(_OWN_CACHE)
+    if owned and not os.environ.get("PYTEST_XDIST_WORKER"):
+        shutil.rmtree(owned, ignore_errors=True)
 
 
 def pytest_configure(config):

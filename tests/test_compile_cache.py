@@ -21,8 +21,10 @@ AMD = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n"
 
 @pytest.fixture
 def jax_cache_setting():
-    """enable() sets process-wide JAX options: put them back, and compile nothing in between."""
+    """enable() sets process-wide JAX options: start without the suite's own cache folder
+    (tests/conftest.py), put them back after, and compile nothing in between."""
     saved = (jax.config.jax_compilation_cache_dir, jax.config.jax_persistent_cache_min_compile_time_secs)
+    jax.config.update("jax_compilation_cache_dir", None)
     yield
     jax.config.update("jax_compilation_cache_dir", saved[0])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
