@@ -13,7 +13,7 @@ import objectives
 from fedpne_jax.algorithms import BUILTIN
 from fedpne_jax.core import checkpoints, executor, measures, registry
 from fedpne_jax.core.portability import processor_dependent_ops
-from tests.support import behaviour
+from tests.support import behaviour, tiers
 from tests.support.behaviour import M, recorded_objective
 from tests.support.contract import COMMON_BAD, CONTRACT
 
@@ -48,6 +48,9 @@ def _batch(batches, name):
 def test_every_algorithm_has_a_contract_entry():
     assert sorted(CONTRACT) == sorted(a.name for a in BUILTIN)
     assert set(CONTRACT) <= set(fp.ALGORITHMS)
+    # The tiers' lists of the same names (the gate runs the contract of CONTRACT_GATE's only).
+    assert sorted(tiers.ALGORITHMS) == sorted(CONTRACT) and sorted(tiers.RECORDED) == sorted(behaviour.OWN)
+    assert set(tiers.CONTRACT_GATE) <= set(tiers.RECORDED)
 
 
 def test_run_by_name_and_curve_shape(algorithm, batches):
