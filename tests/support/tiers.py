@@ -3,12 +3,13 @@
 The gate (``pytest``: the README's test command) is held to five minutes on two cores (the site's
 Testing page gives its measured times), so it runs what no day's work may break, once:
 
-* the registry-driven contract: every algorithm refuses bad parameters by name; one algorithm of
-  each family (CONTRACT_GATE) runs by name, raises no flag, reports a value above f*, compiles no
-  processor-dependent operation, records its measures and gives its recorded run bit for bit, and a
-  seed in a grid equals it in a batch for Fed-PNE and HCT;
-* three of the behaviour fixture's Fed-PNE runs, bit for bit (tests/test_behaviour.py; CASES names
-  the parts only the thorough tier checks);
+* the registry-driven contract: every algorithm refuses bad parameters by name; Fed-PNE, HCT and
+  GP-UCB (CONTRACT_GATE) run by name, raise no flag, report a value above f*, compile no
+  processor-dependent operation, record their measures and give their recorded runs bit for bit,
+  and a seed in a grid equals it in a batch for Fed-PNE and HCT;
+* two of the behaviour fixture's Fed-PNE runs (DP, and pulls at uniform points), bit for bit
+  (tests/test_behaviour.py; CASES names the parts only the thorough tier checks);
+* Fed-PNE's ask/tell stepper and Optimizer against fp.run, bit for bit;
 * for every algorithm, a noise-free run against its NumPy reference in tests/support, exactly (PCT
   and VPCT through GPO over HCT and VHCT's own cases);
 * every refusal and error message, NaN and a full node table, and the file-safety tests: they compile
@@ -26,7 +27,7 @@ resumed sweeps, sharding (the command line over the host's cores too), the compi
 second process, the dropping of old programs, simple regret against runs cut at the checkpoints, the
 tree skeleton's blocked kernels against their step-by-step forms, and the gallery.  Run it
 after any change to an algorithm's arithmetic, a sampler or an objective, and before a release (its
-time: the README's Tests section).
+time: the site's Testing page).
 
 FUNCTIONS names the test functions only the thorough tier runs ("*": a whole file); CASES names the
 cases of gate functions that only it runs.  tests/conftest.py skips both (so the summary counts them),
@@ -44,7 +45,7 @@ import fnmatch
 ALGORITHMS = ("fedpne", "hct", "hoo", "fed1ucb", "kernelts", "gpucb", "bo", "bbo", "fnucb", "doo", "soo", "stosoo",
               "vhct", "poo", "gpo", "pct", "sequool", "stroquool", "vpct", "zooming", "vroom")
 RECORDED = ("fedpne", "hct", "hoo", "fed1ucb", "fnucb", "kernelts", "gpucb", "bo", "bbo")
-CONTRACT_GATE = ("fedpne", "hct", "gpucb", "fed1ucb")
+CONTRACT_GATE = ("fedpne", "hct", "gpucb")
 
 # Test functions of the thorough tier only, by file.
 FUNCTIONS = {
@@ -59,9 +60,9 @@ FUNCTIONS = {
                                      "test_load_sweep_reads_the_labels_the_sweep_was_built_with",
                                      "test_make_objective_builds_every_valid_call",
                                      "test_run_returns_the_seeds_it_was_asked_for"],
-    # Ask/tell: the gate keeps the contract for one algorithm of each family (CASES), the Optimizer
-    # against fp.run, resume in a new process, file and call refusals; the property test over call
-    # sequences and the 500-seed noisy comparisons are thorough.
+    # Ask/tell: the gate keeps Fed-PNE's stepper against fp.run (CASES), the Optimizer against fp.run,
+    # and the file and call refusals; every other algorithm's stepper, resume in a new process, the
+    # property test over call sequences and the 500-seed noisy comparisons are thorough.
     "tests/test_asktell.py": ["test_any_sequence_of_calls_keeps_the_run", "test_box_without_f_star_reports_no_regret",
                               "test_saved_run_continues_in_a_new_process", "test_a_table_outgrown_by_an_ask_is_grown_and_the_step_asked_again"],
     "tests/test_asktell_noisy.py": ["*"],
@@ -260,12 +261,12 @@ FUNCTIONS = {
 # Cases of gate functions that only the thorough tier runs.
 CASES = {
     "tests/test_asktell.py": [f"test_noise_free_stepper_equals_run[[]{name}]" for name in
-                              ("hoo", "doo", "soo", "stosoo", "vhct", "poo", "gpo", "pct", "vpct", "zooming", "vroom",
+                              ("hct", "hoo", "doo", "soo", "stosoo", "vhct", "poo", "gpo", "pct", "vpct", "zooming", "vroom",
                                "sequool", "stroquool", "fed1ucb", "fnucb", "kernelts", "gpucb", "bo", "bbo")] +
                              ["test_optimizer_equals_run[[]3]"],
     # The contract's runs (each algorithm's batch, its flags, f* and portability, its recorded run, a
-    # seed in a grid): the gate runs them for one algorithm of each family, and a seed in a grid for
-    # Fed-PNE and a tree; the thorough tier for all.  Every algorithm's refusals stay in the gate.
+    # seed in a grid): the gate runs them for Fed-PNE, a tree and a GP (CONTRACT_GATE), and a seed in a
+    # grid for Fed-PNE and a tree; the thorough tier for all.  Every algorithm's refusals stay in the gate.
     "tests/test_contract.py": [f"{test}[[]{name}]" for name in ALGORITHMS if name not in CONTRACT_GATE
                                for test in ("test_run_by_name_and_curve_shape", "test_seed_in_a_grid_of_two_equals_batch",
                                             "test_program_has_no_processor_dependent_operation",
@@ -284,12 +285,11 @@ CASES = {
                             "test_longest_split_matches_reference[[]rastrigin-2-*",
                             "test_random_split_matches_reference_per_seed[[]himmelblau-*",
                             "test_random_split_matches_reference_per_seed[[]ackley-*"],
-    # The behaviour fixture: the gate checks Fed-PNE's Bernoulli rewards from the client sampler, pulls
-    # at uniform points, and DP (about 35 s); the other samplers' runs, the random splits (the exact
-    # tests check both splits in the gate), Fed1-UCB's Gaussian run, the grid and the sweep are the
-    # thorough tier's.
+    # The behaviour fixture: the gate checks Fed-PNE's pulls at uniform points and DP (about 20 s); the
+    # other samplers' runs, the random splits (the exact tests check both splits in the gate), Fed1-UCB's
+    # Gaussian run, the grid and the sweep are the thorough tier's.
     "tests/test_behaviour.py": [f"test_recorded_part_is_unchanged[[]{part}]" for part in
-                                ("fedpne/explicit-centre", "fedpne/explicit-gaussian", "fedpne/random-split",
+                                ("fedpne/client-bernoulli", "fedpne/explicit-centre", "fedpne/explicit-gaussian", "fedpne/random-split",
                                  "fedpne/random-split-2d", "baseline/fed1ucb-gaussian", "grid", "sweep")],
     # COCO's values: the gate keeps the first and the last BBOB group's gallery function.
     "tests/test_bbob.py": [f"{test}[[]{f}]" for test in ("test_values_match_coco", "test_f_star_zero_is_attained_at_x_opt")
