@@ -25,10 +25,12 @@ from tests.support import tiers
 # shapes, load what an earlier one compiled, as a user's would, with the same bits.  SUITE_CACHE
 # names a folder to share across sessions (.ci/run's two tiers); else the controller makes one and
 # removes it at the end.
+# Which process made the folder is this module's own state, not the environment's: a pytest that a
+# test starts (the mutation check's) inherits the variable and must not remove the folder.
 SUITE_CACHE = "FEDPNE_SUITE_COMPILE_CACHE"
-_OWN_CACHE = "FEDPNE_SUITE_COMPILE_CACHE_OWNED"
+_made_cache = None
 if not os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get(SUITE_CACHE):
-    os.environ[SUITE_CACHE] = os.environ[_OWN_CACHE] = tempfile.mkdtemp(prefix="fedpne-suite-xla-")
+    os.environ[SUITE_CACHE] = _made_cache = tempfile.mkdtemp(prefix="fedpne-suite-xla-")
 os.environ[compile_cache.ENV] = os.environ[SUITE_CACHE]
 compile_cache.enable()
 # The command line makes every core a device (host_devices) when it is the first to touch JAX, which
@@ -65,9 +67,8 @@ def pytest_addoption(parser):
 
 
 def pytest_unconfigure(config):
-    owned = os.environ.get(_OWN_CACHE)
-    if owned and not os.environ.get("PYTEST_XDIST_WORKER"):
-        shutil.rmtree(owned, ignore_errors=True)
+    if _made_cache:
+        shutil.rmtree(_made_cache, ignore_errors=True)
 
 
 def pytest_configure(config):
