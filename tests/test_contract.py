@@ -48,8 +48,7 @@ def _batch(batches, name):
 def test_every_algorithm_has_a_contract_entry():
     assert sorted(CONTRACT) == sorted(a.name for a in BUILTIN)
     assert set(CONTRACT) <= set(fp.ALGORITHMS)
-    # The tiers' lists of the same names (the gate runs the contract of CONTRACT_GATE's only).
-    assert sorted(tiers.ALGORITHMS) == sorted(CONTRACT) and sorted(tiers.RECORDED) == sorted(behaviour.OWN)
+    # The gate runs the contract of CONTRACT_GATE's only, each with a recorded run of its own.
     assert set(tiers.CONTRACT_GATE) <= set(tiers.RECORDED)
 
 

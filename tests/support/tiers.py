@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import fnmatch
 
-# The registered algorithms (tests/conftest.py parametrizes the contract with them; test_contract.py
-# checks this list against the registry), those with a recorded run of their own
-# (tests/support/behaviour.py's OWN), and the one of each family whose contract runs in the gate.
-ALGORITHMS = ("fedpne", "hct", "hoo", "fed1ucb", "kernelts", "gpucb", "bo", "bbo", "fnucb", "doo", "soo", "stosoo",
-              "vhct", "poo", "gpo", "pct", "sequool", "stroquool", "vpct", "zooming", "vroom")
-RECORDED = ("fedpne", "hct", "hoo", "fed1ucb", "fnucb", "kernelts", "gpucb", "bo", "bbo")
+from fedpne_jax.algorithms import BUILTIN
+from tests.support.behaviour import OWN
+
+# The built-in algorithms (tests/conftest.py parametrizes the contract with them), those with a
+# recorded run of their own, and the ones whose contract runs in the gate: Fed-PNE, a tree, a GP.
+ALGORITHMS = tuple(a.name for a in BUILTIN)
+RECORDED = tuple(OWN)
 CONTRACT_GATE = ("fedpne", "hct", "gpucb")
 
 # Test functions of the thorough tier only, by file.
