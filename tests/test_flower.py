@@ -1,9 +1,10 @@
 """Fed-PNE with real Flower clients (fedpne_jax.flower) through Flower's deployment engine: a SuperLink
 and SuperNodes as real processes on localhost, every one of them stopped by the test that started it.
 
-* a noise-free run of ``fedpne flower local`` (3 SuperNodes, Garland with shift heterogeneity) is
-  ``fp.run``'s run of the same seed bit for bit: phases, uploads, depth, recommendation, regret
-  curve; and it leaves no process behind; the same over TLS with certificates made for the run;
+* a noise-free run (3 SuperNodes, Garland with shift heterogeneity) is ``fp.run``'s run of the same
+  seed bit for bit: phases, uploads, depth, recommendation, regret curve; ``fedpne flower local``
+  makes the same run over TLS with certificates made for the run and SuperNode authentication on,
+  and leaves no process behind;
 * a NaN or a wrongly shaped reply is refused naming the client, and the run stops;
 * a SuperNode killed mid-run: the server stops naming the client with its state kept, and the same
   run submitted again with the client back finishes with the numbers of an uninterrupted run; with
@@ -126,22 +127,29 @@ def run_cli(tmp_path, *extra, env=None) -> tuple:
     return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr), out, str(workdir)
 
 
-def test_noise_free_run_over_flower_is_fp_runs_run_and_leaves_no_process(tmp_path, reference, xla_cache):
-    done, out, workdir = run_cli(tmp_path, env=xla_cache)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    data = json.loads(out.read_text())
-    assert_same_run(data, reference)
+def assert_wire(data: dict, reference: dict) -> None:
     flower = data["flower"]
     assert flower["steps"] >= reference["per_seed"]["phases"][0]
     assert flower["paper_uploads"] == reference["per_seed"]["uploads"][0]
     assert flower["received_bytes"] > 8 * flower["paper_uploads"] and flower["lost_clients"] == []
-    assert processes_in(workdir) == []
 
 
-def test_tls_and_supernode_auth_run_is_the_same_run(tmp_path, reference, xla_cache):
+def test_noise_free_run_over_flower_is_fp_runs_run(deployment, tmp_path, reference):
+    outcome, result = submit(deployment, tmp_path, "plain")
+    assert outcome["ok"], outcome
+    assert_same_run(result, reference)
+    assert_wire(result, reference)
+
+
+def test_fedpne_flower_local_over_tls_with_auth_is_the_same_run_and_leaves_no_process(tmp_path, reference,
+                                                                                       xla_cache):
+    """The command a user runs, end to end: its own SuperLink and SuperNodes, over TLS with certificates
+    made for the run and SuperNode authentication on; every process it started is gone at its end."""
     done, out, workdir = run_cli(tmp_path, "--tls", "--auth", env=xla_cache)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert_same_run(json.loads(out.read_text()), reference)
+    data = json.loads(out.read_text())
+    assert_same_run(data, reference)
+    assert_wire(data, reference)
     assert os.path.exists(os.path.join(workdir, "ca.crt"))
     assert all(os.path.exists(os.path.join(workdir, f"supernode-{i}.key.pub")) for i in range(M))
     assert processes_in(workdir) == []

@@ -71,8 +71,8 @@ FUNCTIONS = {
     # Runs on real SuperLink and SuperNode processes (15 to 125 s each on a loaded two-core machine,
     # docs/flower-results.md); the gate keeps the reply checks, the run configuration and the privacy
     # noise, which start no process, and Ctrl-C on a deployment (8 s: interrupted before a run compiles).
-    "tests/test_flower.py": ["test_noise_free_run_over_flower_is_fp_runs_run_and_leaves_no_process",
-                             "test_tls_and_supernode_auth_run_is_the_same_run",
+    "tests/test_flower.py": ["test_noise_free_run_over_flower_is_fp_runs_run",
+                             "test_fedpne_flower_local_over_tls_with_auth_is_the_same_run_and_leaves_no_process",
                              "test_supernode_auth_admits_only_registered_keys",
                              "test_simulation_engine_run_is_fp_runs_run_and_leaves_no_process",
                              "test_a_malformed_reply_is_refused_naming_the_client",
