@@ -22,6 +22,11 @@ CASES = [
     ("ackley", 3, 3, 20_000, 2, 0.5),
 ]
 
+# The node tables that the runs outgrowing their first one grow to, given up front: one program each
+# instead of one per table (tests/test_capacity.py checks that a grown run is the larger table's run).
+CAPACITY = {("garland", 10): 128, ("doublesine", 1): 1024, ("himmelblau", 3): 64, ("himmelblau", 4): 64,
+            ("himmelblau", 10): 2048}
+
 
 def _compare(res, i, ref):
     assert res.phases[i] == ref.phases
@@ -43,7 +48,7 @@ def _compare(res, i, ref):
 @pytest.mark.parametrize("name,dim,M,T,k,rho", CASES)
 def test_longest_split_matches_reference(name, dim, M, T, k, rho):
     config = fp.FedPNEConfig(num_clients=M, horizon=T, k=k, rho=rho, split="longest", noise="none",
-                             checkpoints=37)
+                             checkpoints=37, capacity=CAPACITY.get((name, M)))
     objective = make(name, M, dim=dim if dim > 1 else None)
     res = fp.run(config, objective, seeds=2)
     ref = reference_run(config, objective)
@@ -54,7 +59,8 @@ def test_longest_split_matches_reference(name, dim, M, T, k, rho):
 
 @pytest.mark.parametrize("name,dim,k", [("himmelblau", 2, 2), ("ackley", 2, 3), ("rastrigin", 3, 3)])
 def test_random_split_matches_reference_per_seed(name, dim, k):
-    config = fp.FedPNEConfig(num_clients=4, horizon=20_000, k=k, split="random", noise="none", checkpoints=20)
+    config = fp.FedPNEConfig(num_clients=4, horizon=20_000, k=k, split="random", noise="none", checkpoints=20,
+                             capacity=CAPACITY.get((name, 4)))
     objective = make(name, 4, dim=dim)
     res = fp.run(config, objective, seeds=[0, 5, 9], base_seed=3)
     for i, seed in enumerate([0, 5, 9]):
