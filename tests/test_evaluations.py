@@ -189,10 +189,23 @@ def test_closed_form_objectives_evaluate_every_row(closed):
     np.testing.assert_array_equal(run["outputs"].final_regret, fp.run(config, closed, seeds=2).final_regret)
 
 
+# The runs of test_numbers_do_not_depend_on_capacity_or_batch: per sampler, its options, a first
+# capacity one or two doublings below what the runs need (64 and 32 rows), and a roomy one above the
+# grown table (a larger one compiles for longer).
+GROWN = [(dict(noise="gaussian:0.3", sampling="client", split="random", k=3), 32, 256),
+         (dict(noise="uniform:0.3"), 8, 64)]
+
+
+def grown_config(kw):
+    return fp.FedPNEConfig(num_clients=M, horizon=1500, checkpoints=7, **kw)
+
+
 def test_both_paths_make_the_same_run(iterative):
     """Every row evaluated in one call, or the pulled rows in blocks: the same phases, nodes and
     recommendation; regret to the last bit but one (an FMA XLA may form only on the first path)."""
-    config = fp.FedPNEConfig(num_clients=M, horizon=2900, noise="gaussian:0.3", sampling="client", checkpoints=9)
+    # The client sampler's roomy runs of the capacity test: the blocks' path is their program.
+    kw, _, roomy = GROWN[0]
+    config = grown_config(kw).replace(capacity=roomy)
     blocks, every = evaluation_run(config, iterative, seeds=3), evaluation_run(config, iterative, seeds=3, eval_block=0)
     a, b = blocks["outputs"], every["outputs"]
     for name in ("phases", "uploads", "depth", "recommendation", "max_active", "flags"):
@@ -202,15 +215,13 @@ def test_both_paths_make_the_same_run(iterative):
     assert np.all(blocks["total"] < every["total"])
 
 
-# The first capacity is one or two doublings below what the runs need (64 and 32 rows).
-@pytest.mark.parametrize("kw,first", [(dict(noise="gaussian:0.3", sampling="client", split="random", k=3), 32),
-                                      (dict(noise="uniform:0.3"), 8)])
-def test_numbers_do_not_depend_on_capacity_or_batch(kw, first, iterative):
-    config = fp.FedPNEConfig(num_clients=M, horizon=1500, checkpoints=7, **kw)
+@pytest.mark.parametrize("kw,first,capacity", GROWN)
+def test_numbers_do_not_depend_on_capacity_or_batch(kw, first, capacity, iterative):
+    config = grown_config(kw)
     grown = fp.run(config.replace(capacity=first), iterative, seeds=3, base_seed=2)
-    roomy = fp.run(config.replace(capacity=256), iterative, seeds=3, base_seed=2)
-    alone = fp.run(config.replace(capacity=256), iterative, seeds=[1], base_seed=2)
-    assert first < grown.capacity < 256                      # the table did grow
+    roomy = fp.run(config.replace(capacity=capacity), iterative, seeds=3, base_seed=2)
+    alone = fp.run(config.replace(capacity=capacity), iterative, seeds=[1], base_seed=2)
+    assert first < grown.capacity < capacity                 # the table did grow
     for other, rows in ((grown, slice(None)), (alone, [1])):
         np.testing.assert_array_equal(other.final_regret, roomy.final_regret[rows])
         np.testing.assert_array_equal(other.curves, roomy.curves[rows])

@@ -4,7 +4,7 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax.algorithms.fedpne import ALGORITHM as FEDPNE
-from fedpne_jax.algorithms.fedpne.plan import Tables, make_params
+from fedpne_jax.algorithms.fedpne.plan import Tables, make_params, plan
 from fedpne_jax.core import executor, grid
 from fedpne_jax.core.run import run_pairs, stack_params, static_key
 from tests.support.helpers import make
@@ -82,14 +82,18 @@ def test_product_refuses_an_unknown_parameter_by_name():
         fp.grid_product(fp.make_config("hct"), c=[0.1], cc=[1, 2])
 
 
-def test_horizons_share_one_program_and_equal_separate_runs():
+def test_horizons_share_one_program_and_equal_separate_runs(grid_results):
     """The horizon and the checkpoints' rounds are data: a study over horizons (with one checkpoint
     count) is one program, and each of its runs equals the run of its horizon alone, whose tables
     (depth limit) differ."""
-    configs = [CONFIG.replace(horizon=T) for T in (150, 600, 2400)]
+    # 600 and 1200 have CONFIG's depth limit, 300 a smaller one: the study's tables, runs and
+    # checkpoint count are those of the grid of c values, so it runs that grid's program, traced once.
+    configs = [CONFIG.replace(horizon=T) for T in (300, 600, 1200)]
+    depths = [plan(config).depth_limit for config in configs]
+    assert depths[0] < depths[1] == depths[2] == plan(CONFIG).depth_limit
     traces = executor.trace_count()
     results = fp.run_grid(configs, objective(), seeds=SEEDS, base_seed=3)
-    assert executor.trace_count() - traces == 1
+    assert executor.trace_count() == traces
     for config, res in zip(configs, results):
         np.testing.assert_array_equal(res.checkpoints, config.checkpoint_rounds)
         assert_same(res, fp.run(config, objective(), seeds=SEEDS, base_seed=3))
