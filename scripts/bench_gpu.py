@@ -197,8 +197,7 @@ def fixture_outputs(name: str) -> dict:
     import fedpne_jax as fp
     from tests.support import behaviour
     config = behaviour.config(name)
-    heterogeneity = "none" if config.noise == "bernoulli" else "shift"
-    objective = behaviour.recorded_objective(heterogeneity)
+    objective = behaviour.objective(name)
     quiet = _noise_free(config)
     kw = dict(seeds=behaviour.SEEDS, base_seed=behaviour.BASE_SEED)
     if quiet.noise == "none":       # another noise kind: another program

@@ -67,10 +67,15 @@ def config(run: str):
     return fp.make_config(name.partition("-")[0], **RECORDED_SHAPE["baseline"], **BASELINES[name])
 
 
-def run(name: str):
+def objective(name: str):
+    """The objective of the recorded run ``name``: Garland (no heterogeneity under Bernoulli noise,
+    whose means must lie in [0, 1]), or TWO_D for a run whose name ends in '-2d'."""
     heterogeneity = "none" if config(name).noise == "bernoulli" else "shift"
-    objective = recorded_objective(heterogeneity, TWO_D if name.endswith("-2d") else "garland")
-    return fp.run(config(name), objective, seeds=SEEDS, base_seed=BASE_SEED)
+    return recorded_objective(heterogeneity, TWO_D if name.endswith("-2d") else "garland")
+
+
+def run(name: str):
+    return fp.run(config(name), objective(name), seeds=SEEDS, base_seed=BASE_SEED)
 
 
 def stored(name: str, result) -> dict:
