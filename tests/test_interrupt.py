@@ -13,9 +13,7 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax import cli
-from fedpne_jax.experiments import sweep as sweep_lib
-from fedpne_jax.paper import figures
-from fedpne_jax.paper.studies import STUDIES
+from fedpne_jax.experiments import store
 
 
 def _interrupt_after(*delays):
@@ -90,17 +88,59 @@ def test_ctrl_c_while_the_result_is_written_keeps_it(tmp_path, monkeypatch, caps
     assert "the result is being written first" in capsys.readouterr().err
 
 
+# `python -m fedpne_jax` with a line on stderr after each call of a run: the test interrupts once a call
+# has finished, so SIGINT lands mid-run however slowly the command starts (after a fixed wait it could
+# land during the imports of a loaded machine, before the command sets its handler), and no later.
+AFTER_A_CALL = "test: a call finished"
+MARKED_COMMAND = f"""
+import sys
+from fedpne_jax import cli
+
+interruptibly = cli.run.run_interruptibly
+
+
+def marked(compute):
+    def compute_marked(stop, progress):
+        def progress_marked(*args):
+            progress(*args)
+            print({AFTER_A_CALL!r}, file=sys.stderr, flush=True)
+        return compute(stop, progress_marked)
+    return interruptibly(compute_marked)
+
+
+cli.run.run_interruptibly = marked
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 def test_ctrl_c_keeps_the_finished_seeds(tmp_path):
     out = tmp_path / "run.json"
-    # Many small calls (a 1 MiB budget), far more work than the wait below: SIGINT lands mid-run.
-    child = subprocess.Popen([sys.executable, "-m", "fedpne_jax", "run", "--algorithm", "hct", "--horizon", "200",
+    # Many small calls (a 1 MiB budget), far more work than a call: SIGINT lands mid-run.
+    child = subprocess.Popen([sys.executable, "-c", MARKED_COMMAND, "run", "--algorithm", "hct", "--horizon", "200",
                               "--seeds", "200000", "--memory-gb", "0.001", "--checkpoints", "5", "--output", str(out)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)
-    child.send_signal(signal.SIGINT)
-    stdout, stderr = child.communicate(timeout=240)
-    assert child.returncode == 130, stderr
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines, called = [], threading.Event()
+
+    def read():
+        for line in child.stderr:
+            lines.append(line)
+            if AFTER_A_CALL in line:
+                called.set()
+        called.set()                            # the command ended without a call: the asserts say why
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert called.wait(300), "no call of the run finished within 300 s"
+        child.send_signal(signal.SIGINT)
+        child.wait(timeout=240)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    reader.join(10)
+    stderr = "".join(lines)
+    assert AFTER_A_CALL in stderr and child.returncode == 130, stderr
     assert "stopping after the call in flight" in stderr and "marked partial" in stderr
     data = json.loads(out.read_text())
     n = len(data["seeds"])
@@ -112,6 +152,32 @@ def test_ctrl_c_keeps_the_finished_seeds(tmp_path):
     assert os.path.getsize(out) > 0
 
 
+# `fedpne reproduce` as `python -m fedpne_jax` runs it, with the quick studies of two figures made tiny
+# (the quick studies themselves compile a dozen programs): arms' Fed1-UCB with K = 10 and 30 arms, two
+# programs compiled one after the other, and a sensitivity study of one configuration.  Every
+# configuration is a call of its own that writes one chunk, so the interrupt once the first chunk is
+# indexed finds the arms study between its programs.
+TINY_STUDIES = """
+import dataclasses, sys
+from fedpne_jax import cli
+from fedpne_jax.paper import studies
+
+tiny = studies.Size((50,), 2, (2,))
+studies.STUDIES["arms"] = dataclasses.replace(studies.STUDIES["arms"], quick=tiny,
+                                              quick_grid={"fed1ucb": {"arms": (10, 30)}})
+studies.STUDIES["sensitivity"] = dataclasses.replace(studies.STUDIES["sensitivity"], quick=tiny,
+                                                     grid={"fedpne": {"c": (0.1,), "rho": (0.5,)}})
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _indexed(sweeps) -> int:
+    """Chunks the studies' indexes list.  The interrupt waits for one, not for a chunk's file: a worker
+    writes a call's chunk files and then the index, and one stopped in between leaves files that no
+    index lists, which the rerun computes again."""
+    return sum(len(json.loads(index.read_text())["chunks"]) for index in sweeps.glob(f"*/{store.INDEX_FILE}"))
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="signals to a process group")
 @pytest.mark.parametrize("group, signum", [(True, signal.SIGINT), (False, signal.SIGTERM)], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum, tmp_path):
@@ -119,16 +185,17 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum
     command alone: with two studies computed at once in worker processes, the command exits 130, no
     worker is left running, and a rerun computes only what is missing (the chunks written before the
     interrupt are kept as they were)."""
-    argv = [sys.executable, "-m", "fedpne_jax", "reproduce", "fig6", "arms", "--quick", "--jobs", "2", "--no-plot",
-            "--no-progress", "--out", str(tmp_path)]
+    argv = [sys.executable, "-c", TINY_STUDIES, "reproduce", "arms", "sensitivity", "--quick", "--jobs", "2",
+            "--no-plot", "--no-progress", "--out", str(tmp_path)]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     sweeps = tmp_path / "quick" / "sweeps"
     deadline = time.monotonic() + 180
-    while child.poll() is None and not any(sweeps.glob("*/chunks/*.npz")) and time.monotonic() < deadline:
+    while child.poll() is None and not _indexed(sweeps) and time.monotonic() < deadline:
         time.sleep(0.05)
     (os.killpg if group else os.kill)(child.pid, signum)
     stdout, stderr = child.communicate(timeout=120)
     assert child.returncode == 130, stderr
+    assert "2 studies at a time" in stdout
     assert "fedpne: interrupted; finished chunks are kept, rerun the same command to resume" in stderr
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:          # multiprocessing's resource tracker leaves once the parent has
@@ -140,10 +207,11 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum
     else:
         pytest.fail("a process of the interrupted command is still running")
     kept = {p: p.stat().st_mtime_ns for p in sweeps.glob("*/chunks/*.npz")}
-    # One chunk per configuration here: the workers stopped mid-study, not after their studies.
-    studies = figures.studies_of(["fig6", "arms"])
-    assert 0 < len(kept) < sum(len(sweep_lib.load(STUDIES[s].definition(quick=True)).entries) for s in studies)
+    # One chunk per configuration here (four of arms, one of sensitivity): the workers stopped mid-study,
+    # not after their studies.
+    assert 0 < len(kept) < 5
     rerun = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
-    assert (tmp_path / "quick" / "figures" / "fig6.json").is_file() and (tmp_path / "quick" / "SUMMARY.md").is_file()
+    assert all((tmp_path / "quick" / "figures" / f"{name}.json").is_file() for name in ("arms", "sensitivity"))
+    assert (tmp_path / "quick" / "SUMMARY.md").is_file() and len(list(sweeps.glob("*/chunks/*.npz"))) == 5

@@ -45,9 +45,10 @@ def test_quick_figure_png_and_data_equal_the_runs(quick):
     study = studies.STUDIES["sensitivity"]
     grid = study.grid["fedpne"]
     assert len(rows) == len(grid["c"]) * len(grid["rho"])
-    # Two cells rerun on their own with fp.run: the file holds exactly their numbers.
+    # Two cells rerun on their own with fp.run: the file holds exactly their numbers.  Far apart in c
+    # and rho, with node tables of one size (Fed-PNE's plan), so that both runs are one program.
     objective = objectives.make_objective("garland", num_clients=10, heterogeneity="shift", seed=0)
-    for c, rho in [(0.1, 0.5), (2.0, 0.3)]:
+    for c, rho in [(0.1, 0.3), (2.0, 0.6)]:
         config = fp.FedPNEConfig(num_clients=10, horizon=study.quick.horizon[0], c=c, rho=rho,
                                  noise=studies.NOISE, checkpoints=20)
         result = fp.run(config, objective, seeds=study.quick.seeds)
@@ -238,8 +239,11 @@ def test_sweep_objective_amplitude():
 
 
 def test_plot_command_draws_runs_and_sweeps(quick, tmp_path, capsys):
+    # A cell of the quick study (c = 0.1, rho = 0.3): the program of the cells' fp.run in
+    # test_quick_figure_png_and_data_equal_the_runs.
     run_json = str(tmp_path / "run.json")
-    assert main(["run", "--horizon", "200", "--seeds", "3", "--checkpoints", "20", "--output", run_json]) == 0
+    assert main(["run", "--horizon", "300", "--rho", "0.3", "--seeds", "4", "--checkpoints", "20",
+                 "--output", run_json]) == 0
     png = str(tmp_path / "curves.png")
     sweep_dir = os.path.join(quick, "sweeps", "sensitivity")
     assert main(["plot", run_json, sweep_dir, "--out", png, "--logy"]) == 0
@@ -360,12 +364,13 @@ def test_jobs_auto_is_one_per_core_on_a_cpu_and_one_on_an_accelerator(monkeypatc
 
 
 def _tiny_studies(monkeypatch, seeds=2):
+    """Two studies of two configurations, each one compiled program (an arm count is a shape)."""
     study = studies.STUDIES["sensitivity"]
     monkeypatch.setitem(studies.STUDIES, "sensitivity", dataclasses.replace(
         study, quick=studies.Size((50,), seeds, (2,)), grid={"fedpne": {"c": (0.1, 0.2), "rho": (0.5,)}}))
     study = studies.STUDIES["arms"]
     monkeypatch.setitem(studies.STUDIES, "arms", dataclasses.replace(
-        study, quick=studies.Size((50,), seeds, (2,)), quick_grid={"fed1ucb": {"arms": (10, 30)}}))
+        study, quick=studies.Size((50,), seeds, (2,)), quick_grid={"fed1ucb": {"arms": (10,)}}))
 
 
 def _arrays(folder):
