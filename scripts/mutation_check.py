@@ -94,6 +94,8 @@ def run_gate(dest: str, tests, workers: int, first: bool = False) -> tuple[int, 
     """(pytest's exit status, the failed node ids, seconds) of the gate tests ``tests`` in ``dest``."""
     env = dict(os.environ, PYTHONPATH=dest, PYTHONDONTWRITEBYTECODE="1")
     env.pop("FEDPNE_THOROUGH", None)
+    # The caller's pytest options (a plugin on its own path, -x, -k) are not the gate's.
+    env.pop("PYTEST_ADDOPTS", None)
     # The copy is first on sys.path: the editable install's finder comes after the path finder.
     check = subprocess.run([sys.executable, "-c", "import fedpne_jax, objectives; print(fedpne_jax.__file__); "
                             "print(objectives.__file__)"], cwd=dest, env=env, capture_output=True, text=True)
