@@ -2,7 +2,6 @@
 disk after it), Ctrl-C, statistics of one seed, options given twice.  Every fault ends in a
 message and exit status 2 (130 for Ctrl-C), never in a traceback or a lost or corrupted result."""
 import builtins
-import dataclasses
 import errno
 import json
 import os
@@ -16,6 +15,7 @@ from fedpne_jax.core.result import RunResult
 from fedpne_jax.paper import studies, summary
 from fedpne_jax.paper.reproduce import TIMING, reproduce
 from tests.support.read_only import read_only_folder
+from tests.support.tiny_studies import tiny_studies
 
 # One tiny shape for every run here, so that the whole file compiles Fed-PNE once.
 TINY = ["--horizon", "50", "--clients", "2", "--seeds", "1", "--checkpoints", "5"]
@@ -298,10 +298,7 @@ def test_set_alone_still_sets_the_parameter(tmp_path):
 
 
 def test_overwrite_restarts_a_studys_time(tmp_path, monkeypatch):
-    study = studies.STUDIES["sensitivity"]
-    tiny = dataclasses.replace(study, quick=studies.Size((50,), 2, (2,)),
-                               grid={"fedpne": {"c": (0.1, 0.2), "rho": (0.5,)}})
-    monkeypatch.setitem(studies.STUDIES, "sensitivity", tiny)
+    monkeypatch.setitem(studies.STUDIES, "sensitivity", tiny_studies()["sensitivity"])
     out = str(tmp_path / "results")
     timing = os.path.join(out, "quick", TIMING)
     quiet = dict(out=out, quick=True, progress=False, plot=False, log=lambda *_: None)

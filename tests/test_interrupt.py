@@ -15,6 +15,8 @@ import fedpne_jax as fp
 from fedpne_jax import cli
 from fedpne_jax.experiments import store
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 def _interrupt_after(*delays):
     def send():
@@ -158,15 +160,12 @@ def test_ctrl_c_keeps_the_finished_seeds(tmp_path):
 # configuration is a call of its own that writes one chunk, so the interrupt once the first chunk is
 # indexed finds the arms study between its programs.
 TINY_STUDIES = """
-import dataclasses, sys
+import sys
 from fedpne_jax import cli
 from fedpne_jax.paper import studies
+from tests.support.tiny_studies import tiny_studies
 
-tiny = studies.Size((50,), 2, (2,))
-studies.STUDIES["arms"] = dataclasses.replace(studies.STUDIES["arms"], quick=tiny,
-                                              quick_grid={"fed1ucb": {"arms": (10, 30)}})
-studies.STUDIES["sensitivity"] = dataclasses.replace(studies.STUDIES["sensitivity"], quick=tiny,
-                                                     grid={"fedpne": {"c": (0.1,), "rho": (0.5,)}})
+studies.STUDIES.update(tiny_studies(arms=(10, 30), c=(0.1,)))
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -187,7 +186,9 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum
     interrupt are kept as they were)."""
     argv = [sys.executable, "-c", TINY_STUDIES, "reproduce", "arms", "sensitivity", "--quick", "--jobs", "2",
             "--no-plot", "--no-progress", "--out", str(tmp_path)]
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             env=env)
     sweeps = tmp_path / "quick" / "sweeps"
     deadline = time.monotonic() + 180
     while child.poll() is None and not _indexed(sweeps) and time.monotonic() < deadline:
@@ -210,7 +211,7 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum
     # One chunk per configuration here (four of arms, one of sensitivity): the workers stopped mid-study,
     # not after their studies.
     assert 0 < len(kept) < 5
-    rerun = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
     assert rerun.returncode == 0, rerun.stderr
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
     assert all((tmp_path / "quick" / "figures" / f"{name}.json").is_file() for name in ("arms", "sensitivity"))

@@ -19,6 +19,7 @@ from fedpne_jax.paper import figures, studies, summary
 from fedpne_jax.paper.reproduce import reproduce, resolve
 from fedpne_jax.plotting.render import draw
 from tests.support.fake_sweeps import fake_results
+from tests.support.tiny_studies import tiny_studies
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -365,12 +366,8 @@ def test_jobs_auto_is_one_per_core_on_a_cpu_and_one_on_an_accelerator(monkeypatc
 
 def _tiny_studies(monkeypatch, seeds=2):
     """Two studies of two configurations, each one compiled program (an arm count is a shape)."""
-    study = studies.STUDIES["sensitivity"]
-    monkeypatch.setitem(studies.STUDIES, "sensitivity", dataclasses.replace(
-        study, quick=studies.Size((50,), seeds, (2,)), grid={"fedpne": {"c": (0.1, 0.2), "rho": (0.5,)}}))
-    study = studies.STUDIES["arms"]
-    monkeypatch.setitem(studies.STUDIES, "arms", dataclasses.replace(
-        study, quick=studies.Size((50,), seeds, (2,)), quick_grid={"fed1ucb": {"arms": (10,)}}))
+    for name, study in tiny_studies(seeds).items():
+        monkeypatch.setitem(studies.STUDIES, name, study)
 
 
 def _arrays(folder):
