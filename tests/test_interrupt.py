@@ -16,6 +16,7 @@ from fedpne_jax import cli
 from fedpne_jax.experiments import store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HOLD = os.path.join(ROOT, "tests", "support", "hold")
 
 
 def _interrupt_after(*delays):
@@ -157,8 +158,9 @@ def test_ctrl_c_keeps_the_finished_seeds(tmp_path):
 # `fedpne reproduce` as `python -m fedpne_jax` runs it, with the quick studies of two figures made tiny
 # (the quick studies themselves compile a dozen programs): arms' Fed1-UCB with K = 10 and 30 arms, two
 # programs compiled one after the other, and a sensitivity study of one configuration.  Every
-# configuration is a call of its own that writes one chunk, so the interrupt once the first chunk is
-# indexed finds the arms study between its programs.
+# configuration is a call of its own that writes one chunk.  The test signals once a chunk is indexed,
+# and tests/support/hold keeps the command from writing another before the signal: loaded from the
+# suite's cache, the whole command once finished before a poll from a busy machine saw its first index.
 TINY_STUDIES = """
 import sys
 from fedpne_jax import cli
@@ -187,12 +189,15 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum
     argv = [sys.executable, "-c", TINY_STUDIES, "reproduce", "arms", "sensitivity", "--quick", "--jobs", "2",
             "--no-plot", "--no-progress", "--out", str(tmp_path)]
     env = {**os.environ, "PYTHONPATH": ROOT}
+    # The command and its workers hold before any chunk after the first indexed one (tests/support/hold).
+    held = {**env, "PYTHONPATH": os.pathsep.join([HOLD, ROOT]), "FEDPNE_TEST_HOLD": str(tmp_path / "held")}
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                             env=env)
+                             env=held)
     sweeps = tmp_path / "quick" / "sweeps"
     deadline = time.monotonic() + 180
     while child.poll() is None and not _indexed(sweeps) and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert child.poll() is None, "the command finished before a chunk was indexed"
     (os.killpg if group else os.kill)(child.pid, signum)
     stdout, stderr = child.communicate(timeout=120)
     assert child.returncode == 130, stderr
