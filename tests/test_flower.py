@@ -30,7 +30,8 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from flwr.app import Error, Metadata  # noqa: E402
+from flwr.app import ConfigRecord, Error, Metadata, RecordDict  # noqa: E402
+from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects  # noqa: E402
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
@@ -341,6 +342,13 @@ def _reply(content=None, error=None):
     (wire.reply_content("run", 3, 1), "has no 'means'"),
     (wire.reply_content("run", 3, 1, np.zeros((2, 2))), "have shape (2, 2), not (4,)"),
     (wire.reply_content("run", 3, 1, np.array([0.0, np.inf, 1, 2])), "are NaN or infinite"),
+    (RecordDict({"fedpne": ConfigRecord({"run": "run", "step": 3, "partition": 1, "means": b"1234"})}),
+     "are not an array of numbers"),
+    (RecordDict({"fedpne": ConfigRecord({"run": "run", "step": 3, "partition": 1,
+                                         "means": wire.encode(np.array(["a", "b", "c", "d"]))})}),
+     "are not an array of numbers"),
+    (RecordDict({"fedpne": ConfigRecord({"run": "run", "step": 3, "partition": 1, "means": 1.5})}),
+     "are not an array of numbers"),
 ])
 def test_check_reply_refuses_naming_the_client(content, says):
     with pytest.raises(wire.ReplyError, match="client 1 \\(node 7\\)") as info:
@@ -349,7 +357,6 @@ def test_check_reply_refuses_naming_the_client(content, says):
 
 
 def test_check_reply_refuses_a_missing_key_and_an_error():
-    from flwr.app import ConfigRecord, RecordDict
     content = RecordDict({"fedpne": ConfigRecord({"run": "run", "partition": 1})})
     with pytest.raises(wire.ReplyError, match="lacks the key 'step'"):
         wire.check_reply(_reply(content), "run", 3, 1, 7, (4,))
@@ -364,6 +371,10 @@ def test_message_type_and_hello_round_trip():
     header, points, counts = wire.read_query(_reply(content))
     assert header == {"run": "run", "step": 0, "phase": "evaluate", "partition": 2}
     assert points.dtype == np.float32 and points.shape == (3, 2) and counts.tolist() == [1, 2, 3]
+    # Flower moves each record, array and chunk as an object of its own, one request each: a query's
+    # and a reply's content are one ConfigRecord in their RecordDict.
+    reply = wire.reply_content("run", 0, 2, np.zeros(3))
+    assert [len(get_all_nested_objects(c)) for c in (content, reply)] == [2, 2]
 
 
 def test_dp_clients_add_the_papers_privacy_noise_to_their_means():

@@ -1,18 +1,24 @@
 """The messages between the Fed-PNE server and its clients, and the checks every reply passes.
 
-A query (server -> client ``m``, Flower message type ``query``) holds a ``fedpne`` ConfigRecord
-(``run``, ``step``, ``phase``, ``partition``) and a ``query`` ArrayRecord (``points`` (K, D) and
-``counts`` (K,), only the slots with a count > 0; (S, K, D) and (S, K) for S seeds, the slots any
-seed asks); a reply echoes ``fedpne`` and holds ``reply`` (``means`` (K,) or (S, K)).
-:func:`check_reply` refuses, naming the client, a reply that is an error, lacks a record or key,
-answers another run, step or partition, or holds means of the wrong shape, or non-finite ones.
+Every message holds one ConfigRecord, ``fedpne``.  A query (server -> client ``m``, Flower message
+type ``query``) has ``run``, ``step``, ``phase`` and ``partition``, and for an evaluation ``points``
+(K, D) and ``counts`` (K,), only the slots with a count > 0 ((S, K, D) and (S, K) for S seeds, the
+slots any seed asks); a reply echoes the header and has ``means`` (K,) or (S, K).  The arrays are
+NumPy's ``.npy`` bytes, which carry their dtype and shape.  One record, not a record per kind: Flower
+moves each record, array and chunk of a message as an object of its own, one request each, and a
+query with its arrays in an ArrayRecord was 8 objects (3 now), a reply 6 (3 now).
+:func:`check_reply` refuses, naming the client, a reply that is an error, lacks the record or a key,
+answers another run, step or partition, or holds means that are not an array of numbers, of the
+wrong shape, or non-finite.
 
 The records in full: docs/guides/flower.md, section "Inside the apps".
 """
 from __future__ import annotations
 
+import io
+
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.app import ConfigRecord, Message, RecordDict
 
 # Flower 1.42 (the flower extra pins it): where the wire objects of a message's records are listed
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
@@ -25,38 +31,45 @@ class ReplyError(ValueError):
     """A client's reply that is refused; the message names the client."""
 
 
+def encode(array) -> bytes:
+    """``array`` as ``.npy`` bytes (its dtype and shape included)."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def decode(header: dict, key: str) -> np.ndarray:
+    """``header[key]`` as an array; ValueError or TypeError if it is not ``.npy`` bytes of numbers."""
+    value = header[key]
+    if not isinstance(value, bytes):
+        raise TypeError(f"{key!r} is a {type(value).__name__}, not .npy bytes")
+    array = np.load(io.BytesIO(value), allow_pickle=False)
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise TypeError(f"{key!r} holds {array.dtype}, not numbers")
+    return array
+
+
 def query_content(run: str, step: int, phase: str, partition: int, points=None, counts=None) -> RecordDict:
-    records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {
-        "fedpne": ConfigRecord({"run": run, "step": int(step), "phase": phase, "partition": int(partition)})}
+    header: dict = {"run": run, "step": int(step), "phase": phase, "partition": int(partition)}
     if points is not None:
-        records["query"] = ArrayRecord({"points": Array(np.ascontiguousarray(points)),
-                                        "counts": Array(np.ascontiguousarray(counts, np.int64))})
-    return RecordDict(records)
+        header.update(points=encode(points), counts=encode(np.asarray(counts, np.int64)))
+    return RecordDict({"fedpne": ConfigRecord(header)})
 
 
 def reply_content(run: str, step: int, partition: int, means=None, **extra) -> RecordDict:
     header = {"run": run, "step": int(step), "partition": int(partition), **extra}
-    records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {"fedpne": ConfigRecord(header)}
     if means is not None:
-        records["reply"] = ArrayRecord({"means": Array(np.ascontiguousarray(means, np.float64))})
-    return RecordDict(records)
+        header["means"] = encode(np.asarray(means, np.float64))
+    return RecordDict({"fedpne": ConfigRecord(header)})
 
 
 def read_query(message: Message) -> tuple[dict, np.ndarray | None, np.ndarray | None]:
-    content = message.content
-    header = dict(content["fedpne"])
-    if "query" not in content:
+    header = dict(message.content["fedpne"])
+    if "points" not in header:
         return header, None, None
-    arrays = content["query"]
-    return header, _numpy(arrays, "points"), _numpy(arrays, "counts")
-
-
-def _numpy(record: ArrayRecord | MetricRecord | ConfigRecord, key: str) -> np.ndarray:
-    """``record[key]`` as a NumPy array; TypeError if it is not an Array (a record of another kind)."""
-    value = record[key]
-    if not isinstance(value, Array):
-        raise TypeError(f"{key!r} is a {type(value).__name__}, not an Array")
-    return value.numpy()
+    points, counts = decode(header, "points"), decode(header, "counts")
+    del header["points"], header["counts"]
+    return header, points, counts
 
 
 def who(partition, node_id) -> str:
@@ -87,10 +100,10 @@ def check_reply(message: Message, run: str, step: int, partition, node_id, shape
         return header
     if header["partition"] != partition:
         raise ReplyError(f"{name}: its reply names partition {header['partition']!r}, not {partition}")
-    if "reply" not in content or "means" not in content["reply"]:
-        raise ReplyError(f"{name}: its reply to step {step} has no 'means' (records: {sorted(content)})")
+    if "means" not in header:
+        raise ReplyError(f"{name}: its reply to step {step} has no 'means' (keys: {sorted(header)})")
     try:
-        means = np.asarray(_numpy(content["reply"], "means"), np.float64)
+        means = np.asarray(decode(header, "means"), np.float64)
     except (ValueError, TypeError) as err:
         raise ReplyError(f"{name}: its means at step {step} are not an array of numbers ({err})") from None
     if means.shape != tuple(shape):
