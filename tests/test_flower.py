@@ -335,6 +335,38 @@ def _reply(content=None, error=None):
                                                                                             error=error)
 
 
+def _npy(array) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+def _npz() -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, means=np.zeros(4))
+    return buffer.getvalue()
+
+
+def _huge() -> bytes:
+    """A .npy header that declares 10**13 float64s, followed by 32 bytes."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f8", "fortran_order": False, "shape": (10**13,)})
+    return buffer.getvalue() + bytes(32)
+
+
+# Means a faulty client could send: none may reach the run, allocate what its header claims, or end
+# the server with an exception that does not name the client.
+_MALFORMED_MEANS = [
+    b"",
+    _npy(np.zeros(4))[:-8],                                                   # truncated
+    _huge(),
+    _npy(np.array([1, "a", None, 2.0], dtype=object)),                        # pickled objects
+    _npy(np.array([True, False, True, True])),
+    _npy(np.zeros(4, np.complex128)),
+    _npz(),
+]
+
+
 @pytest.mark.parametrize("content, says", [
     (wire.reply_content("other", 3, 1, np.zeros(4)), "is for run 'other'"),
     (wire.reply_content("run", 2, 1, np.zeros(4)), "is for step 2, not the pending step 3"),
@@ -349,6 +381,8 @@ def _reply(content=None, error=None):
      "are not an array of numbers"),
     (RecordDict({"fedpne": ConfigRecord({"run": "run", "step": 3, "partition": 1, "means": 1.5})}),
      "are not an array of numbers"),
+    *[(RecordDict({"fedpne": ConfigRecord({"run": "run", "step": 3, "partition": 1, "means": means})}),
+       "are not an array of numbers") for means in _MALFORMED_MEANS],
 ])
 def test_check_reply_refuses_naming_the_client(content, says):
     with pytest.raises(wire.ReplyError, match="client 1 \\(node 7\\)") as info:

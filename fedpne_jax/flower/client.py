@@ -49,7 +49,7 @@ def query(msg: Message, context: Context) -> Message:
     if int(header["partition"]) != partition:
         raise ValueError(f"a query for partition {header['partition']} reached partition {partition}")
     if points is None or counts is None:
-        raise ValueError(f"the evaluate query of step {step} has no 'query' record")
+        raise ValueError(f"the evaluate query of step {step} lacks 'points' or 'counts'")
     started = time.time()
     run_config = dict(context.run_config)
     if points.ndim == 3:        # S seeds: each seed's asked slots, with that seed's key (0 where it asks none)

@@ -1,21 +1,19 @@
 """The messages between the Fed-PNE server and its clients, and the checks every reply passes.
 
-Every message holds one ConfigRecord, ``fedpne``.  A query (server -> client ``m``, Flower message
+Every message holds one ConfigRecord, ``fedpne``: a query (server -> client ``m``, Flower message
 type ``query``) has ``run``, ``step``, ``phase`` and ``partition``, and for an evaluation ``points``
 (K, D) and ``counts`` (K,), only the slots with a count > 0 ((S, K, D) and (S, K) for S seeds, the
-slots any seed asks); a reply echoes the header and has ``means`` (K,) or (S, K).  The arrays are
-NumPy's ``.npy`` bytes, which carry their dtype and shape.  One record, not a record per kind: Flower
-moves each record, array and chunk of a message as an object of its own, one request each, and a
-query with its arrays in an ArrayRecord was 8 objects (3 now), a reply 6 (3 now).
-:func:`check_reply` refuses, naming the client, a reply that is an error, lacks the record or a key,
-answers another run, step or partition, or holds means that are not an array of numbers, of the
-wrong shape, or non-finite.
+slots any seed asks); a reply has ``run``, ``step``, ``partition`` and ``means`` (K,) or (S, K).
+The arrays are NumPy's ``.npy`` bytes.  :func:`check_reply` refuses, naming the client, a reply that
+is an error, lacks the record or a key, answers another run, step or partition, or holds means that
+are not an array of real numbers, of the wrong shape, or non-finite.
 
-The records in full: docs/guides/flower.md, section "Inside the apps".
+The records in full, and why one record: docs/guides/flower.md, section "Inside the apps".
 """
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 from flwr.app import ConfigRecord, Message, RecordDict
@@ -39,14 +37,27 @@ def encode(array) -> bytes:
 
 
 def decode(header: dict, key: str) -> np.ndarray:
-    """``header[key]`` as an array; ValueError or TypeError if it is not ``.npy`` bytes of numbers."""
+    """``header[key]`` as an array; ValueError if it is not ``.npy`` bytes of real numbers.  The
+    header is read before anything is allocated, and the data must fill exactly what it declares: a
+    few bytes from a faulty or hostile client must not ask for terabytes."""
     value = header[key]
     if not isinstance(value, bytes):
-        raise TypeError(f"{key!r} is a {type(value).__name__}, not .npy bytes")
-    array = np.load(io.BytesIO(value), allow_pickle=False)
-    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-        raise TypeError(f"{key!r} holds {array.dtype}, not numbers")
-    return array
+        raise ValueError(f"{key!r} is a {type(value).__name__}, not .npy bytes")
+    buffer = io.BytesIO(value)
+    try:
+        version = np.lib.format.read_magic(buffer)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+            np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(buffer)
+    except Exception as err:       # any malformed header: numpy raises ValueError, EOFError, SyntaxError...
+        raise ValueError(f"{key!r} is not .npy bytes ({err})") from None
+    if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
+        raise ValueError(f"{key!r} holds {dtype}, not real numbers")
+    count, offset = math.prod(shape), buffer.tell()
+    if min(shape, default=0) < 0 or count * dtype.itemsize != len(value) - offset:
+        raise ValueError(f"{key!r} declares shape {shape} of {dtype} ({count * dtype.itemsize} bytes) "
+                         f"but holds {len(value) - offset} bytes")
+    return np.frombuffer(value, dtype, count, offset).reshape(shape, order="F" if fortran else "C").copy()
 
 
 def query_content(run: str, step: int, phase: str, partition: int, points=None, counts=None) -> RecordDict:
@@ -65,7 +76,7 @@ def reply_content(run: str, step: int, partition: int, means=None, **extra) -> R
 
 def read_query(message: Message) -> tuple[dict, np.ndarray | None, np.ndarray | None]:
     header = dict(message.content["fedpne"])
-    if "points" not in header:
+    if "points" not in header or "counts" not in header:
         return header, None, None
     points, counts = decode(header, "points"), decode(header, "counts")
     del header["points"], header["counts"]

@@ -9,19 +9,21 @@ import os
 import sys
 import time
 
-_HOLD = os.environ.get("FEDPNE_TEST_HOLD")
-_INDEX = os.sep + "index.json"          # fedpne_jax.experiments.store's INDEX_FILE and CHUNKS folder
+_HOLD = os.environ.get("FEDPNE_TEST_HOLD", "")
+# fedpne_jax.experiments.store's INDEX_FILE and CHUNKS folder, copied: importing the package here
+# would load NumPy and JAX into every process at its start.
+_INDEX = os.sep + "index.json"
 _CHUNKS = os.sep + "chunks" + os.sep
 
 
 def _hold(event, args):
     # Every file of a sweep is written to a temporary file and renamed (os.replace raises "os.rename").
-    if event != "os.rename" or _HOLD is None:
+    if event != "os.rename":
         return
     source, target = os.fsdecode(args[0]), os.fsdecode(args[1])
     if target.endswith(_INDEX):
         try:
-            with open(source) as fh:
+            with open(source, "rb") as fh:
                 listed = json.load(fh).get("chunks")
         except (OSError, ValueError, AttributeError):
             return
