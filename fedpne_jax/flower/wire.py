@@ -115,7 +115,7 @@ def check_reply(message: Message, run: str, step: int, partition, node_id, shape
         raise ReplyError(f"{name}: its reply to step {step} has no 'means' (keys: {sorted(header)})")
     try:
         means = np.asarray(decode(header, "means"), np.float64)
-    except (ValueError, TypeError) as err:
+    except ValueError as err:       # decode lets only integer and floating arrays through
         raise ReplyError(f"{name}: its means at step {step} are not an array of numbers ({err})") from None
     if means.shape != tuple(shape):
         raise ReplyError(f"{name}: its means at step {step} have shape {means.shape}, not {tuple(shape)}")
