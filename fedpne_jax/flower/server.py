@@ -248,28 +248,25 @@ def backoff(poll: float, started: float, longest: float = 0.1) -> float:
 
 
 def identify(grid: Grid, M: int, run: str, node_timeout: float, poll: float) -> dict:
-    """{partition: node id} of the M clients: every joined SuperNode says its partition-id."""
+    """{partition: node id} of the M clients: every joined SuperNode says its partition-id.
+
+    The SuperLink lists a SuperNode that left (killed, or restarted under a new id) until its
+    heartbeats lapse, and a restarted one only once it has joined: so the nodes are listed again on
+    every poll, each new one is greeted, and the greeting ends as soon as every partition has
+    answered, not when every listed node has.  Answering is part of joining: node-timeout bounds it
+    (a first ClientApp may take long to start)."""
     deadline = time.time() + node_timeout
-    while True:
-        nodes = sorted(grid.get_node_ids())
-        if len(nodes) >= M:
-            break
-        if time.time() > deadline:
-            raise RunStopped(f"{len(nodes)} SuperNode(s) joined within {node_timeout:g} s; the run needs {M} "
-                             f"(one per partition-id 0..{M - 1})")
-        time.sleep(max(poll, 0.05))
-    messages = {node: Message(wire.query_content(run, -1, wire.HELLO, -1), dst_node_id=node,
-                              message_type=wire.QUERY) for node in nodes}
-    order = list(messages)
-    ids = list(grid.push_messages([messages[n] for n in order]))
-    pending = {mid: node for mid, node in zip(ids, order) if mid}
+    greeted: set = set()
+    pending: dict = {}
     found: dict = {}
-    # A SuperNode that left (killed, restarted under a new id) may still be listed: the hello ends
-    # as soon as every partition has answered, not when every listed node has.  Answering the hello
-    # is part of joining: node-timeout bounds it (a first ClientApp may take long to start).
-    deadline = time.time() + node_timeout
-    while pending and len(found) < M and time.time() < deadline:
-        for reply in grid.pull_messages(list(pending)):
+    while len(found) < M:
+        new = sorted(set(grid.get_node_ids()) - greeted)
+        if new:
+            greeted.update(new)
+            ids = grid.push_messages([Message(wire.query_content(run, -1, wire.HELLO, -1), dst_node_id=node,
+                                              message_type=wire.QUERY) for node in new])
+            pending.update({mid: node for mid, node in zip(ids, new) if mid})
+        for reply in grid.pull_messages(list(pending)) if pending else ():
             node = pending.pop(reply.metadata.reply_to_message_id, None)
             if node is None or (reply.has_error() and reply.error.code in LOST):
                 continue
@@ -282,10 +279,14 @@ def identify(grid: Grid, M: int, run: str, node_timeout: float, poll: float) -> 
             if p in found:
                 raise RunStopped(f"nodes {found[p]} and {node} both have partition-id={p}")
             found[p] = node
-        if len(found) < M:
-            time.sleep(poll)
-    absent = [p for p in range(M) if p not in found]
-    if absent:
-        raise RunStopped(f"no SuperNode answered for partition-id {absent} within {node_timeout:g} s")
+        if len(found) == M:
+            break
+        if time.time() > deadline:
+            if len(greeted) < M:
+                raise RunStopped(f"{len(greeted)} SuperNode(s) joined within {node_timeout:g} s; the run needs "
+                                 f"{M} (one per partition-id 0..{M - 1})")
+            absent = [p for p in range(M) if p not in found]
+            raise RunStopped(f"no SuperNode answered for partition-id {absent} within {node_timeout:g} s")
+        time.sleep(max(poll, 0.05))
     log("clients: " + ", ".join(f"{p} = node {found[p]}" for p in range(M)))
     return found
