@@ -34,7 +34,7 @@ def add_parser(sub, run_parser, formatter) -> None:
         "local", help="a SuperLink and N SuperNodes on this machine, one run, every process stopped after",
         formatter_class=formatter,
         description="Start a Flower SuperLink and N SuperNodes (partition-id 0..N-1) on free localhost ports,\n"
-                    "submit the run with flwr run, stream its log, write the result JSON (fedpne run's, with\n"
+                    "submit the run (as flwr run does), stream its log, write the result JSON (fedpne run's, with\n"
                     "the wire statistics), and stop every process started, also on an error or Ctrl-C.\n"
                     "The server saves its state after every step: the same command again resumes it.",
         epilog="examples:\n  fedpne flower local --clients 3 --horizon 1000 --noise none --output run.json\n"

@@ -1,11 +1,12 @@
-"""``fedpne flower local``: a SuperLink and N SuperNodes on this machine, the run submitted with
-``flwr run``, and every process stopped afterwards.
+"""``fedpne flower local``: a SuperLink and N SuperNodes on this machine, the run submitted as
+``flwr run`` submits it, and every process stopped afterwards.
 
 :class:`Deployment` starts ``flower-superlink`` and N SuperNodes (``fedpne_jax/flower/supernode.py``)
 as subprocesses on free localhost ports, writes a Flower app (:mod:`fedpne_jax.flower.server` and
-:mod:`fedpne_jax.flower.client`) and a Flower configuration (``FLWR_HOME``), runs ``flwr run APP
-fedpne-local --stream``, and on leaving its ``with`` block stops every process it started and their
-children, by process id.  ``tls=True`` runs every connection over TLS, ``auth=True`` admits only
+:mod:`fedpne_jax.flower.client`) and a Flower configuration (``FLWR_HOME``, for ``flwr`` commands
+typed beside it), submits the app and streams its log through the SuperLink's Control API from
+this process (:mod:`fedpne_jax.flower.control`, what ``flwr run APP fedpne-local --stream`` sends),
+and on leaving its ``with`` block stops every process it started and their children, by process id.  ``tls=True`` runs every connection over TLS, ``auth=True`` admits only
 registered SuperNodes.
 
 In full: docs/guides/flower.md, sections "One machine: fedpne flower local" and "Inside the apps".
@@ -16,7 +17,6 @@ import contextlib
 import datetime
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -27,7 +27,6 @@ import time
 from typing import Optional
 
 CONNECTION = "fedpne-local"
-RUN_STARTED = re.compile(r"Successfully started run (\d+)")
 GRACE = 5.0
 # fedpne_jax/flower/supernode.py run as a script: importing it as a module would import the package
 # (JAX and every algorithm, 170 MB more per SuperNode) for nothing.
@@ -207,6 +206,9 @@ class Deployment:
         os.makedirs(self.home, exist_ok=True)
         self.out = out or sys.stdout
         self.processes: dict = {}      # name -> Popen
+        self._control = None
+        self.active_run: Optional[int] = None     # a run submitted whose log has not ended
+        self.closing = False
         self.logs: dict = {}
         self.port: Optional[int] = None
         self.node_ports: list = []
@@ -282,12 +284,8 @@ class Deployment:
         return self.node_keys[i]
 
     def register(self, i: int) -> None:
-        """Register SuperNode ``i``'s public key with the SuperLink (``flwr supernode register``)."""
-        done = subprocess.run(["flwr", "supernode", "register", self.node_key(i)[1], CONNECTION],
-                              capture_output=True, text=True, stdin=subprocess.DEVNULL, env=self.env,
-                              cwd=self.workdir, timeout=300)
-        if done.returncode != 0:
-            raise RuntimeError(f"flwr supernode register of SuperNode {i} failed:\n{done.stdout}{done.stderr}")
+        """Register SuperNode ``i``'s public key with the SuperLink (as ``flwr supernode register`` does)."""
+        self.control.register(self.node_key(i)[1])
 
     def start(self) -> Deployment:
         self.start_superlink()
@@ -355,8 +353,16 @@ class Deployment:
         return found
 
     def close(self) -> None:
+        self.closing = True
         pids = [p.pid for p in self.processes.values()]
         try:
+            if self._control is not None:
+                # A run still streaming its log (an error, a Ctrl-C) is stopped first: the SuperLink
+                # holds its log stream open, and would otherwise take the whole grace period to exit.
+                if self.active_run is not None:
+                    with contextlib.suppress(Exception):
+                        self._control.stop_run(self.active_run)
+                self._control.close()
             stop_processes(pids)
             deadline = time.time() + 3 * GRACE
             while (left := self.strays()) and time.time() < deadline:
@@ -380,46 +386,49 @@ class Deployment:
 
     def submit(self, run_config: dict, stream: bool = True, timeout: Optional[float] = None,
                on_line=None) -> int:
-        """``flwr run`` of an app with ``run_config``; its log streamed to ``out`` (each line also to
-        ``on_line``).  The exit status of flwr run."""
+        """Submit an app with ``run_config``, as ``flwr run APP --stream`` does (through the Control
+        API, :mod:`fedpne_jax.flower.control`); its log is written to ``out``, and each line also
+        to ``on_line``.  0 once the run has ended; 1 when it outlived ``timeout`` seconds and was
+        stopped."""
+        from fedpne_jax.flower import control
         self.submitted = getattr(self, "submitted", 0) + 1
         app = write_app(os.path.join(self.workdir, f"app-{self.submitted}"), run_config)
         self._revive_server_executor()
-        command = ["flwr", "run", app, CONNECTION] + (["--stream"] if stream else [])
-        if self.simulation:
-            command += ["--federation-config", f"num-supernodes={self.clients}"]
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=self.env, cwd=self.workdir, start_new_session=True)
-        self.processes["flwr-run"] = proc
-        assert proc.stdout is not None          # stdout=PIPE
-        timer = None
-        if timeout is not None:
-            timer = threading.Timer(timeout, lambda: stop_processes([proc.pid], 1.0))
-            timer.start()
-        run_id: list = []
+        run_id = self.active_run = self.control.start_run(app, self.clients if self.simulation else None)
         done = threading.Event()
         watcher = None
         if "executor-server" in self.processes:
             watcher = threading.Thread(target=self._watch_server_executor, args=(run_id, done), daemon=True)
             watcher.start()
-        try:
-            for raw in proc.stdout:
-                line = raw.decode(errors="replace")
-                if not run_id and (found := RUN_STARTED.search(line)):
-                    run_id.append(found.group(1))
-                self.out.write(line)
-                self.out.flush()
-                if on_line is not None:
+
+        def write(text: str) -> None:
+            self.out.write(text)
+            self.out.flush()
+            if on_line is not None:
+                for line in text.splitlines(keepends=True):
                     on_line(line)
-            return proc.wait()
+        try:
+            write(f"Successfully started run {run_id}\n")
+            if stream:
+                self.control.stream(run_id, write, timeout)
+            self.active_run = None
+            return 0
+        except control.RunTimedOut as stopped:
+            self.active_run = None
+            write(f"{stopped}\n")
+            return 1
         finally:
             done.set()
             if watcher is not None:
                 watcher.join()
-            if timer is not None:
-                timer.cancel()
-            self.processes.pop("flwr-run", None)
-            proc.stdout.close()
+
+    @property
+    def control(self):
+        """The SuperLink's Control API client (made once the SuperLink listens)."""
+        if self._control is None:
+            from fedpne_jax.flower.control import Control
+            self._control = Control(f"127.0.0.1:{self.port}", self.certs["ca"] if self.certs is not None else None)
+        return self._control
 
     def _revive_server_executor(self) -> None:
         executor = self.processes.get("executor-server")
@@ -427,19 +436,18 @@ class Deployment:
             self.processes.pop("executor-server")
             self.start_server_executor()
 
-    def _watch_server_executor(self, run_id: list, done: threading.Event) -> None:
+    def _watch_server_executor(self, run_id: int, done: threading.Event) -> None:
         """A warm ServerApp that ended its process (a crash) ends the executor without a word to the
         SuperLink, which would wait for the task's heartbeats to lapse (a minute) before ending the
-        run: the run is stopped with ``flwr stop`` at once, and another executor started."""
+        run: the run is stopped at once, and another executor started."""
         executor = self.processes["executor-server"]
         while not done.wait(0.2):
             if executor.poll() is None:
                 continue
+            if self.closing:                   # stopped by close(), not a crash
+                return
             self._revive_server_executor()
-            if run_id:
-                subprocess.run(["flwr", "stop", run_id[0], CONNECTION], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=self.env, cwd=self.workdir,
-                               timeout=120)
+            self.control.stop_run(run_id)
             return
 
 
@@ -471,8 +479,9 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
                     status = json.load(fh)
             except (OSError, ValueError):
                 executor = f"\nServerApp executor log:\n{d.tail('executor-server')}" if d.isolation == "warm" else ""
-                status = {"ok": False, "message": f"the ServerApp ended without a status (flwr run exited "
-                                                  f"{code}); SuperLink log:\n{d.tail('superlink')}{executor}"}
+                how = "was stopped after its timeout" if code else "ended"
+                status = {"ok": False, "message": f"the ServerApp ended without a status (the run {how}); "
+                                                  f"SuperLink log:\n{d.tail('superlink')}{executor}"}
             return status
     finally:
         if in_main:
