@@ -308,6 +308,26 @@ def test_on_client_loss_continue_goes_on_and_records_the_lost_client(deployment,
     assert all(n == M - 1 for n in answered[lost[0]["step"]:] if n)
 
 
+def test_a_run_past_its_timeout_is_stopped_and_the_deployment_serves_the_next(deployment, tmp_path, plain):
+    """Deployment.submit(timeout=...) stops a run that outlives it at the SuperLink (exit status 1,
+    no result); the warm executors take the stopped run's refused requests without exiting (Flower's
+    own retry policy would interrupt their process), so the next run on the same deployment is fp.run's."""
+    lines: list = []
+    config = dict(PROBLEM, state=str(tmp_path / "slow.fpne"), output=str(tmp_path / "slow.json"),
+                  status=str(tmp_path / "slow.status.json"))
+    started = time.time()
+    assert deployment.submit(config, timeout=0.1, on_line=lines.append) == 1
+    assert time.time() - started < 60
+    assert any("and was stopped" in line for line in lines), lines
+    assert not os.path.exists(config["output"])
+    if os.path.exists(config["status"]):        # the ServerApp had started: it says why it ended
+        with open(config["status"]) as fh:
+            assert not json.load(fh)["ok"]
+    outcome, result = submit(deployment, tmp_path, "next")
+    assert outcome["ok"], outcome
+    assert_same_run(result, plain[1])
+
+
 def test_a_crashed_server_resumes_from_its_last_step_with_the_same_numbers(deployment, tmp_path, reference):
     outcome = None
     try:

@@ -226,7 +226,7 @@ class Deployment:
     # ------------------------------------------------------------ processes
 
     def _start(self, name: str, command: list, env: Optional[dict] = None) -> subprocess.Popen:
-        log = open(os.path.join(self.workdir, f"{name}.log"), "wb")
+        log = open(os.path.join(self.workdir, f"{name}.log"), "ab")      # a restarted process adds to its log
         self.logs[name] = log.name
         # A session of its own: a Ctrl-C reaches this process only, which stops the others in order.
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

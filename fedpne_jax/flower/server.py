@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from flwr.app import Context, Message
 from flwr.serverapp import Grid, ServerApp
+from flwr.supercore.run import RunNotRunningException
 
 from fedpne_jax.core import compile_cache
 from fedpne_jax.core.files import write_atomic
@@ -52,7 +53,10 @@ def main(grid: Grid, context: Context) -> None:
     try:
         serve(grid, run_config)
     except BaseException as err:
-        message = str(err) if isinstance(err, (RunStopped, ValueError)) else f"{type(err).__name__}: {err}"
+        if isinstance(err, RunNotRunningException):
+            message = "the run was stopped at the SuperLink (flwr stop, or a timeout); its state is kept"
+        else:
+            message = str(err) if isinstance(err, (RunStopped, ValueError)) else f"{type(err).__name__}: {err}"
         log(f"error: {message}")
         if status:
             write_json_atomic(status, {"ok": False, "message": message})

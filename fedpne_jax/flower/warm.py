@@ -36,6 +36,14 @@ def _parent_watch(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _refused() -> None:
+    """A task's last words refused: a run stopped (``flwr stop``, a timeout) revokes its task's token,
+    and the SuperLink or SuperNode then answers 401.  The task is over either way; the executor goes
+    on to the next one, where Flower's one-task process would simply have exited."""
+    print("fedpne: the task's output was refused (its run was stopped?):", file=sys.stderr)
+    traceback.print_exc()
+
+
 def idle_wait(poll: float, last: float, longest: float = 0.25) -> float:
     """Seconds to wait before asking again: ``poll`` just after a task (a run's next message comes
     soon), up to ``longest`` after seconds without one: each ask costs CPU in this process and in
@@ -43,13 +51,31 @@ def idle_wait(poll: float, last: float, longest: float = 0.25) -> float:
     return min(longest, poll + 0.05 * (time.time() - last))
 
 
+def _task_retries(invoker=None):
+    """Flower's retry policy for a task's requests, except on 401.  A stopped run's task token is
+    revoked, and Flower's policy then sends SIGINT to its own process, which ends a one-task
+    flwr-clientapp or flwr-serverapp; here that would end the executor and every later run's tasks.
+    A 401 ends the task instead (RunNotRunningException, as a 403 does)."""
+    import httpx
+    from flwr.supercore.retry import make_simple_http_retry_invoker
+    from flwr.supercore.run import RunNotRunningException
+    invoker = invoker or make_simple_http_retry_invoker()
+    flower_giveup = invoker.should_giveup
+
+    def should_giveup(exc: Exception) -> bool:
+        if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code == httpx.codes.UNAUTHORIZED:
+            raise RunNotRunningException
+        return bool(flower_giveup(exc)) if flower_giveup is not None else False
+    invoker.should_giveup = should_giveup
+    return invoker
+
+
 def _connect(address: str, insecure: bool, certificates, interceptors):
     """A client of the Runtime API at ``address``, as flwr-clientapp and flwr-serverapp make theirs."""
-    from flwr.supercore.retry import make_simple_http_retry_invoker
     from flwr.supercore.runtime import RuntimeHttpClient
     return RuntimeHttpClient.from_server_address(server_address=address, insecure=insecure,
                                                  root_certificates=certificates, interceptors=interceptors,
-                                                 retry_invoker=make_simple_http_retry_invoker())
+                                                 retry_invoker=_task_retries())
 
 
 def _tasks(address: str, insecure: bool, certificates, poll: float, task_type: str):
@@ -76,6 +102,7 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
     from flwr.supercore.constant import TaskType
     from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
     from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
+    from flwr.supercore.run import RunNotRunningException
     from flwr.supercore.tls import validate_and_resolve_root_certificates
     from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 
@@ -97,6 +124,8 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
                 installed[fab.hash_str] = load(run.fab_id, run.fab_version, fab.hash_str)
             reply = installed[fab.hash_str](message=message, context=context)
             status, details = SubStatus.COMPLETED, ""
+        except RunNotRunningException:     # its run was stopped: no one is waiting for a reply
+            status, details, reply = SubStatus.STOPPED, "the run was stopped", None
         except Exception as ex:  # the ClientApp's error goes back to the server, as flwr-clientapp sends it
             traceback.print_exc()
             details = f"{type(ex)}:<'{ex}'>"
@@ -106,8 +135,10 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
             try:
                 if reply is not None and context is not None:
                     push_message(client, reply, context)
-            finally:
                 push_task_output(client=client, context=context, sub_status=status, details=details)
+            except (Exception, RunNotRunningException):  # noqa: BLE001
+                _refused()
+            finally:
                 heartbeat.stop()
                 client.close()
 
@@ -127,6 +158,7 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
     from flwr.supercore.constant import TaskType
     from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
     from flwr.supercore.logger import flush_logs, mirror_output_to_queue, start_log_uploader, stop_log_uploader
+    from flwr.supercore.run import RunNotRunningException
     from flwr.supercore.task_identity import TaskIdentity
     from flwr.supercore.tls import validate_and_resolve_root_certificates
     from flwr.superlink.grid import HttpGrid
@@ -141,6 +173,7 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
             log_queue.get_nowait()
         grid = HttpGrid(runtime_api_address=address, insecure=insecure, root_certificates=certificates,
                         token=token)
+        grid._retry_invoker = _task_retries(grid._retry_invoker)
         heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(grid._runtime_client))
         heartbeat.start()
         context, uploader = None, None
@@ -162,6 +195,8 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
             context = run_serverapp(grid=grid, server_app_dir=app_path, server_app_attr=attribute, context=context)
             context.state = RecordDict()
             status, details = SubStatus.COMPLETED, ""
+        except RunNotRunningException:     # its run was stopped (flwr stop, a timeout)
+            status, details = SubStatus.STOPPED, "the run was stopped"
         except Exception as ex:  # as flwr-serverapp: the run fails with the error, the process goes on
             traceback.print_exc()
             details = f"ServerApp failed with exception: {ex}"
@@ -171,6 +206,8 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
                     flush_logs(log_queue, timeout=0.5)
                 grid._runtime_client.PushTaskOutput(PushTaskOutputRequest(
                     context=context_to_proto(context) if context else None, sub_status=status, details=details))
+            except (Exception, RunNotRunningException):  # noqa: BLE001
+                _refused()
             finally:
                 if uploader is not None:
                     stop_log_uploader(log_queue, uploader)
