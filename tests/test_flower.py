@@ -72,10 +72,12 @@ def xla_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory, xla_cache):
-    """One SuperLink and M SuperNodes (warm executors) for every test that submits runs to a running
-    deployment; a test that kills a SuperNode starts it again.  Every process is stopped at the end."""
+    """One SuperLink and M SuperNodes for every test that submits runs to a running deployment; a test
+    that kills a SuperNode starts it again.  SuperNodes 0 and 1 share one warm ClientApp executor,
+    SuperNode 2 has its own (nodes_per_executor=2), so the fault tests kill both kinds.  Every
+    process is stopped at the end."""
     workdir = str(tmp_path_factory.mktemp("deployment"))
-    with local.Deployment(M, workdir=workdir, out=io.StringIO(), extra_env=xla_cache) as d:
+    with local.Deployment(M, workdir=workdir, out=io.StringIO(), extra_env=xla_cache, nodes_per_executor=2) as d:
         d.start()
         yield d
     assert processes_in(workdir) == []

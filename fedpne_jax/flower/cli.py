@@ -69,6 +69,9 @@ def add_parser(sub, run_parser, formatter) -> None:
     g.add_argument("--isolation", default="warm", choices=("warm", "subprocess"),
                    help="warm: one long-lived ClientApp executor per SuperNode (fedpne_jax.flower.warm); "
                         "subprocess: Flower's own, a new process per message (seconds of imports each)")
+    g.add_argument("--nodes-per-executor", type=int, default=1, metavar="K",
+                   help="warm: each ClientApp executor serves K SuperNodes, one task at a time (about 220 MB "
+                        "an executor and 120 MB a SuperNode: for many clients on one machine)")
     g.add_argument("--timeout", type=float, default=None, help="give up the whole run after this many seconds")
     g.add_argument("--workdir", default=None,
                    help="keep the processes' logs, certificates and app here (default: a temporary folder)")
@@ -96,6 +99,8 @@ def command(args, check_output_file, describe_params) -> int:
         return 0
     if args.output is not None:
         check_output_file("--output", args.output)
+    if args.nodes_per_executor < 1:
+        raise ValueError(f"--nodes-per-executor must be at least 1, got {args.nodes_per_executor}")
     config = run_config(args)
     problem = spec.problem(config)       # refuses bad options before any process starts
     with tempfile.TemporaryDirectory(prefix="fedpne-flower-out-") as scratch:
@@ -104,7 +109,8 @@ def command(args, check_output_file, describe_params) -> int:
         config.update(output=output, state=state)
         report = sys.stderr if args.output == "-" else sys.stdout
         status = local.run_local(problem.num_clients, spec.run_config_of(config), tls=args.tls, auth=args.auth,
-                                 simulation=args.simulation, out=report, timeout=args.timeout, workdir=args.workdir, isolation=args.isolation)
+                                 simulation=args.simulation, out=report, timeout=args.timeout, workdir=args.workdir,
+                                 isolation=args.isolation, nodes_per_executor=args.nodes_per_executor)
         if not status.get("ok"):
             raise ValueError(f"the Flower run failed: {status.get('message')}")
         with open(output) as fh:

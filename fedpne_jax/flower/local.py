@@ -187,9 +187,15 @@ class Deployment:
 
     def __init__(self, clients: int, tls: bool = False, workdir: Optional[str] = None, node_poll: float = 0.1,
                  exec_poll: float = 0.05, out=None, extra_env: Optional[dict] = None, isolation: str = "warm",
-                 auth: bool = False, simulation: bool = False):
+                 auth: bool = False, simulation: bool = False, nodes_per_executor: int = 1):
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
+        if int(nodes_per_executor) < 1:
+            raise ValueError(f"nodes_per_executor must be at least 1, got {nodes_per_executor!r}")
+        # warm isolation: each ClientApp executor serves this many SuperNodes (fedpne_jax.flower.warm,
+        # serve_several), so that many SuperNodes fit in memory: an executor holds Flower, JAX and
+        # the app (about 220 MB), a SuperNode about 120 MB.
+        self.nodes_per_executor = int(nodes_per_executor)
         # Flower's simulation engine: the SuperLink runs the ServerApp and ``clients`` simulated
         # SuperNodes' ClientApps in one process (Ray actors; flwr[simulation]); no SuperNode process.
         self.simulation = bool(simulation)
@@ -272,11 +278,27 @@ class Deployment:
                                               *self.tls_args(False), "--superlink", f"127.0.0.1:{self.port}",
                                               "--port", str(self.node_ports[i]), *isolation,
                                               "--node-config", f"partition-id={i} num-partitions={self.clients}"])
-        if self.isolation == "warm":
+        if self.isolation != "warm":
+            return
+        if self.nodes_per_executor == 1:
             # Started as the SuperNode's child would be: stopped with it (stop, close) and exits when it does.
             self._start(f"executor-{i}", [sys.executable, "-m", "fedpne_jax.flower.warm", "--insecure",
                                           "--runtime-api-address", f"127.0.0.1:{self.node_ports[i]}",
                                           "--parent-pid", str(node.pid)])
+            return
+        # A group's executor starts with the group's last SuperNode, and serves a member restarted
+        # later on its address; it exits once all of its SuperNodes have.
+        group = range(i - i % self.nodes_per_executor, min(self.clients, i - i % self.nodes_per_executor
+                                                               + self.nodes_per_executor))
+        name = f"executor-group-{group[0]}"
+        running = name in self.processes and self.processes[name].poll() is None
+        if running or not all(f"supernode-{j}" in self.processes for j in group):
+            return
+        command = [sys.executable, "-m", "fedpne_jax.flower.warm", "--insecure"]
+        for j in group:
+            command += ["--runtime-api-address", f"127.0.0.1:{self.node_ports[j]}",
+                        "--parent-pid", str(self.processes[f"supernode-{j}"].pid)]
+        self._start(name, command)
 
     def node_key(self, i: int) -> tuple:
         if i not in self.node_keys:
@@ -453,7 +475,7 @@ class Deployment:
 
 def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeout: Optional[float] = None,
               workdir: Optional[str] = None, node_poll: float = 0.1, isolation: str = "warm",
-              auth: bool = False, simulation: bool = False) -> dict:
+              auth: bool = False, simulation: bool = False, nodes_per_executor: int = 1) -> dict:
     """One run on a fresh local deployment: {"ok", "message", "status"} (the server's status file)."""
     out = out or sys.stdout
     # SIGINT too: a command started with SIGINT ignored (a background job of a script inherits that)
@@ -469,7 +491,7 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
             signal.signal(signum, on_term)
     try:
         with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out, isolation=isolation,
-                        auth=auth, simulation=simulation) as d:
+                        auth=auth, simulation=simulation, nodes_per_executor=nodes_per_executor) as d:
             status_path = os.path.join(d.workdir, "status.json")
             config = dict(run_config, status=status_path)
             d.start()

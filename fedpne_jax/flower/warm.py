@@ -25,13 +25,20 @@ from fedpne_jax.flower import server  # noqa: F401
 from fedpne_jax.flower.supernode import quicker_pulls
 
 
-def _parent_watch(parent: int) -> None:
+def _parent_watch(parents: list) -> None:
+    """Exit once every one of ``parents`` has exited (an executor serving several SuperNodes goes on
+    serving the others when one of them is stopped)."""
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
+
     def watch():
         while True:
             time.sleep(0.2)
-            try:
-                os.kill(parent, 0)
-            except ProcessLookupError:
+            if all(gone(pid) for pid in parents):
                 os._exit(0)
     threading.Thread(target=watch, daemon=True).start()
 
@@ -94,53 +101,65 @@ def _tasks(address: str, insecure: bool, certificates, poll: float, task_type: s
             time.sleep(idle_wait(poll, last))
 
 
-def serve(address: str, insecure: bool, root_certificates: str | None, poll: float) -> None:
-    from flwr.app import Error, Message
-    from flwr.cli.install import install_from_fab
+def serve(address: str, insecure: bool, root_certificates: str | None, poll: float,
+          lock: threading.Lock | None = None) -> None:
+    """Run the ClientApp tasks of the SuperNode whose Runtime API is ``address``, one at a time; with
+    ``lock``, one at a time across every SuperNode this process serves (serve_several)."""
     from flwr.clientapp.utils import get_load_client_app_fn
-    from flwr.common.constant import ErrorCode, SubStatus
     from flwr.supercore.constant import TaskType
-    from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
-    from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
-    from flwr.supercore.run import RunNotRunningException
     from flwr.supercore.tls import validate_and_resolve_root_certificates
-    from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 
     quicker_pulls()
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
     installed: dict = {}
     load = get_load_client_app_fn(default_app_ref="", app_path=None, multi_app=True)
+    lock = lock or threading.Lock()
     for token in _tasks(address, insecure, certificates, poll, TaskType.CLIENT_APP.value):
-        interceptors = [RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"), RuntimeTokenHttpInterceptor(token)]
-        client = _connect(address, insecure, certificates, interceptors)
-        heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
-        heartbeat.start()
-        message = context = reply = None
-        status, details = SubStatus.FAILED, "ClientApp task failed"
+        with lock:
+            _client_task(address, insecure, certificates, token, installed, load)
+
+
+def _client_task(address: str, insecure: bool, certificates, token: str, installed: dict, load) -> None:
+    """One ClientApp task, as flwr-clientapp runs it: its message pulled, the app (installed once
+    per FAB) called, the reply and the task's status pushed."""
+    from flwr.app import Error, Message
+    from flwr.cli.install import install_from_fab
+    from flwr.common.constant import ErrorCode, SubStatus
+    from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
+    from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
+    from flwr.supercore.run import RunNotRunningException
+    from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
+
+    interceptors = [RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"), RuntimeTokenHttpInterceptor(token)]
+    client = _connect(address, insecure, certificates, interceptors)
+    heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
+    heartbeat.start()
+    message = context = reply = None
+    status, details = SubStatus.FAILED, "ClientApp task failed"
+    try:
+        message, context, run, fab = pull_task_input(client)
+        if fab.hash_str not in installed:
+            install_from_fab(fab.content, skip_prompt=True)
+            installed[fab.hash_str] = load(run.fab_id, run.fab_version, fab.hash_str)
+        reply = installed[fab.hash_str](message=message, context=context)
+        status, details = SubStatus.COMPLETED, ""
+    except RunNotRunningException:     # its run was stopped: no one is waiting for a reply
+        status, details, reply = SubStatus.STOPPED, "the run was stopped", None
+    except Exception as ex:  # the ClientApp's error goes back to the server, as flwr-clientapp sends it
+        traceback.print_exc()
+        details = f"{type(ex)}:<'{ex}'>"
+        if message is not None:
+            reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=details), reply_to=message)
+    finally:
         try:
-            message, context, run, fab = pull_task_input(client)
-            if fab.hash_str not in installed:
-                install_from_fab(fab.content, skip_prompt=True)
-                installed[fab.hash_str] = load(run.fab_id, run.fab_version, fab.hash_str)
-            reply = installed[fab.hash_str](message=message, context=context)
-            status, details = SubStatus.COMPLETED, ""
-        except RunNotRunningException:     # its run was stopped: no one is waiting for a reply
-            status, details, reply = SubStatus.STOPPED, "the run was stopped", None
-        except Exception as ex:  # the ClientApp's error goes back to the server, as flwr-clientapp sends it
-            traceback.print_exc()
-            details = f"{type(ex)}:<'{ex}'>"
-            if message is not None:
-                reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=details), reply_to=message)
+            if reply is not None and context is not None:
+                push_message(client, reply, context)
+            push_task_output(client=client, context=context, sub_status=status, details=details)
+        except (Exception, RunNotRunningException):  # noqa: BLE001
+            _refused()
         finally:
-            try:
-                if reply is not None and context is not None:
-                    push_message(client, reply, context)
-                push_task_output(client=client, context=context, sub_status=status, details=details)
-            except (Exception, RunNotRunningException):  # noqa: BLE001
-                _refused()
-            finally:
-                heartbeat.stop()
-                client.close()
+            heartbeat.stop()
+            client.close()
 
 
 def serve_server(address: str, insecure: bool, root_certificates: str | None, poll: float) -> None:
@@ -217,20 +236,44 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m fedpne_jax.flower.warm", description=__doc__.split("\n\n")[0])
-    p.add_argument("--runtime-api-address", required=True, help="the SuperNode's Runtime API, HOST:PORT")
+    p.add_argument("--runtime-api-address", required=True, action="append",
+                   help="the SuperNode's Runtime API, HOST:PORT; given several times, this process serves "
+                        "several SuperNodes' ClientApp tasks (one at a time)")
     p.add_argument("--insecure", action="store_true", help="the Runtime API without TLS (the SuperNode's default)")
     p.add_argument("--root-certificates", default=None, help="CA of the Runtime API's certificate (with TLS)")
     p.add_argument("--server", action="store_true",
                    help="run a SuperLink's ServerApp tasks (its Runtime API: --runtime-api-address)")
-    p.add_argument("--parent-pid", type=int, default=None, help="exit when this process exits")
+    p.add_argument("--parent-pid", type=int, action="append", default=None,
+                   help="exit when this process exits (given several times: when all of them have)")
     p.add_argument("--poll", type=float, default=0.02, help="seconds between two asks for a task")
     args = p.parse_args(argv)
     if args.parent_pid is not None:
         _parent_watch(args.parent_pid)
     if isinstance(sys.stdout, io.TextIOWrapper):     # not when a caller has replaced it
         sys.stdout.reconfigure(line_buffering=True)
-    (serve_server if args.server else serve)(args.runtime_api_address, args.insecure, args.root_certificates,
-                                             args.poll)
+    addresses = args.runtime_api_address
+    if args.server and len(addresses) > 1:
+        p.error("--server takes one --runtime-api-address (the SuperLink's)")
+    if args.server:
+        serve_server(addresses[0], args.insecure, args.root_certificates, args.poll)
+    elif len(addresses) == 1:
+        serve(addresses[0], args.insecure, args.root_certificates, args.poll)
+    else:
+        serve_several(addresses, args.insecure, args.root_certificates, args.poll)
+
+
+def serve_several(addresses: list, insecure: bool, root_certificates: str | None, poll: float) -> None:
+    """Several SuperNodes' ClientApp tasks in one process: one thread asks each SuperNode, and a lock
+    runs one task at a time, so the process's memory (Flower, JAX, the app: about 220 MB) is paid
+    once for all of them.  A stopped SuperNode holds up only its own thread, which waits for it to
+    come back on its address."""
+    lock = threading.Lock()
+    threads = [threading.Thread(target=serve, args=(a, insecure, root_certificates, poll, lock), daemon=True,
+                                name=f"clientapp-{a}") for a in addresses]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 if __name__ == "__main__":
