@@ -1,6 +1,7 @@
 """The cost of the wire: Fed-PNE over Flower's deployment engine on localhost, against fp.run.
 
-    python scripts/bench_flower.py [--clients 4,16,64] [--horizon 1000] [--isolation warm] [--out FILE.json]
+    python scripts/bench_flower.py [--clients 4,16,64] [--horizon 1000] [--isolation warm]
+                                   [--nodes-per-executor K] [--out FILE.json]
 
 For each number N of SuperNodes: a SuperLink and N SuperNodes on this machine (fedpne_jax.flower.local),
 one noise-free Fed-PNE run of Garland (shift heterogeneity, M = N, sampling='client', seed 0), and:
@@ -11,7 +12,9 @@ one noise-free Fed-PNE run of Garland (shift heterogeneity, M = N, sampling='cli
   the server's ask/tell/save (the rest);
 * bytes sent and received per step (the records' payloads as Flower serialises them), against the
   paper's communication count: the means uploaded (floats) x 8 bytes;
-* fp.run of the same run: its compile and run seconds (one seed).
+* fp.run of the same run: its compile and run seconds (one seed);
+* the deployment's memory: the peak of its processes' resident memory summed (sampled every 0.5 s),
+  with ``--nodes-per-executor K`` warm ClientApp executors serving K SuperNodes each.
 
 The rows also say whether the Flower run's regret curve equals fp.run's bit for bit, and what
 bounds a step: the round trip (the exchange less the slowest client's handler), the objective (that
@@ -28,6 +31,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -40,17 +44,40 @@ from fedpne_jax.core import processor  # noqa: E402
 from fedpne_jax.flower import local, wire  # noqa: E402
 
 
-def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str) -> dict:
+def resident_bytes(pids) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                total += next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str, nodes_per_executor: int) -> dict:
     config = {"algorithm": "fedpne", "objective": "garland", "heterogeneity": "shift", "clients": n,
               "horizon": horizon, "noise": "none", "sampling": "client", "seed": 0, "resume": False,
               "state": os.path.join(folder, "state.fpne"), "output": os.path.join(folder, "out.json"),
               "status": os.path.join(folder, "status.json"), "client-timeout": 1800.0, "node-timeout": 1800.0}
     log = io.StringIO()
     started = time.time()
+    peak = [0]
+    done = threading.Event()
     with local.Deployment(n, workdir=os.path.join(folder, "work"), out=log, isolation=isolation,
-                          extra_env={"FEDPNE_COMPILE_CACHE": cache}) as d:
-        d.start()
-        d.submit(config)
+                          extra_env={"FEDPNE_COMPILE_CACHE": cache}, nodes_per_executor=nodes_per_executor) as d:
+        def sample():
+            while not done.wait(0.5):
+                pids = local.descendants([p.pid for p in list(d.processes.values())])
+                peak[0] = max(peak[0], resident_bytes(pids))
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            d.start()
+            d.submit(config)
+        finally:
+            done.set()
+            sampler.join()
     wall = time.time() - started
     with open(config["status"]) as fh:
         status = json.load(fh)
@@ -59,6 +86,7 @@ def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str) ->
     with open(config["output"]) as fh:
         data = json.load(fh)
     data["wall_seconds"] = wall
+    data["peak_resident_bytes"] = peak[0]
     return data
 
 
@@ -92,6 +120,8 @@ def main(argv=None) -> int:
     p.add_argument("--clients", default="4,16,64")
     p.add_argument("--horizon", type=int, default=1000)
     p.add_argument("--isolation", default="warm", choices=local.ISOLATIONS)
+    p.add_argument("--nodes-per-executor", type=int, default=1, metavar="K",
+                   help="warm: SuperNodes served by each ClientApp executor")
     p.add_argument("--out", default=None, help="the JSON (default: docs/bench/flower-<machine>.json)")
     args = p.parse_args(argv)
     rows = []
@@ -100,7 +130,7 @@ def main(argv=None) -> int:
         for n in [int(v) for v in args.clients.split(",")]:
             folder = os.path.join(tmp, f"n{n}")
             os.makedirs(folder)
-            data = flower_run(n, args.horizon, args.isolation, folder, cache)
+            data = flower_run(n, args.horizon, args.isolation, folder, cache, args.nodes_per_executor)
             cfg = fp.make_config("fedpne", num_clients=n, horizon=args.horizon, noise="none", sampling="client",
                                  checkpoints=min(100, args.horizon))
             objective = objectives.make_objective("garland", num_clients=n, heterogeneity="shift", seed=0)
@@ -125,6 +155,8 @@ def main(argv=None) -> int:
                 "paper_uploads_floats": uploads, "paper_upload_bytes_per_step": 8 * uploads / len(steps),
                 "fp_run_compile_s": reference.compile_seconds, "fp_run_run_ms": 1e3 * reference.run_seconds,
                 "same_curve": data["per_seed"]["curves"] == reference.to_dict()["per_seed"]["curves"],
+                "nodes_per_executor": args.nodes_per_executor,
+                "peak_resident_gb": data["peak_resident_bytes"] / 2**30,
             }
             row["load_average"] = open("/proc/loadavg").read().split()[:3]
             rows.append(row)
@@ -133,19 +165,21 @@ def main(argv=None) -> int:
           f"noise-free; {processor.describe()}, {os.cpu_count()} cores\n")
     print("| SuperNodes | steps | ms/step | round trip ms | slowest client ms | server ms | serialise ms | "
           "s/run (loop) | s/run (with start-up) | B sent/step | B received/step | paper: uploads x 8 B / step | "
-          "fp.run ms/run (compile s) | same curve | load |")
-    print("|" + "---|" * 15)
+          "fp.run ms/run (compile s) | same curve | SuperNodes per executor | peak memory GB | load |")
+    print("|" + "---|" * 17)
     for r in rows:
         print(f"| {r['supernodes']} | {r['steps']} | {r['ms_per_step']:.0f} | {r['round_trip_ms_per_step']:.0f} | "
               f"{r['client_handler_ms_per_step']:.0f} | {r['server_ms_per_step']:.0f} | "
               f"{r['serialise_ms_per_step']:.1f} | {r['server_loop_s']:.1f} | {r['wall_s_with_startup']:.1f} | "
               f"{r['sent_bytes_per_step']:.0f} | {r['received_bytes_per_step']:.0f} | "
               f"{r['paper_upload_bytes_per_step']:.0f} | {r['fp_run_run_ms']:.1f} ({r['fp_run_compile_s']:.1f}) | "
-              f"{r['same_curve']} | {' '.join(r['load_average'])} |")
+              f"{r['same_curve']} | {r['nodes_per_executor']} | {r['peak_resident_gb']:.1f} | "
+              f"{' '.join(r['load_average'])} |")
     out = args.out or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "bench",
                                    f"flower-{machine_name()}.json")
     with open(out, "w") as fh:
         json.dump({"processor": processor.describe(), "cores": os.cpu_count(), "isolation": args.isolation,
+                   "nodes_per_executor": args.nodes_per_executor,
                    "horizon": args.horizon, "flower": "1.42", "rows": rows}, fh, indent=1)
     print(f"\nwrote {out}")
     return 0
