@@ -1,12 +1,12 @@
 """The SuperLink's Control API, called from this process: what ``flwr run --stream``, ``flwr stop``,
 ``flwr supernode register`` and ``flwr supernode list`` do, without starting a CLI process for each.
 
-Each of those commands is a new Python process that imports Flower's CLI before it sends one
-request: about 2 s on an idle 2-core AMD EPYC, more on a loaded one, and a local run is a few
-seconds of steps.  :class:`Control` sends the same requests through Flower's own Control API client
-(its HTTP client, interceptors and protobuf messages), with no account authentication, as a
-deployment of :mod:`fedpne_jax.flower.local` has none.  A user's own SuperLink is driven with the
-``flwr`` commands themselves (docs/guides/flower.md).
+Each of those commands is a new Python process that imports Flower's CLI before it sends one request,
+and a local run is a few short steps.  :class:`Control` sends the same requests through Flower's own
+Control API client (its HTTP client, interceptors and protobuf messages), with no account
+authentication, as a deployment of :mod:`fedpne_jax.flower.local` has none.  Flower is imported when
+a :class:`Control` is made, as the package imports no Flower module until a run needs it.  A user's
+own SuperLink is driven with the ``flwr`` commands themselves; the times: docs/flower-results.md.
 """
 from __future__ import annotations
 
@@ -17,22 +17,6 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from flwr.cli.auth_plugin.noop_auth_plugin import NoOpCliAuthPlugin
-from flwr.cli.build import build_fab_from_disk
-from flwr.cli.typing import SuperLinkConnection
-from flwr.cli.utils import init_http_client_from_connection
-from flwr.common.serde import fab_to_proto, user_config_to_proto
-from flwr.proto.control_pb2 import (  # pylint: disable=E0611
-    ListNodesRequest,
-    RegisterNodeRequest,
-    StartRunRequest,
-    StopRunRequest,
-    StreamLogsRequest,
-)
-from flwr.proto.federation_config_pb2 import SimulationConfig  # pylint: disable=E0611
-from flwr.supercore.fab import Fab
-from flwr.supercore.primitives.asymmetric import public_key_to_bytes
-
 
 class RunTimedOut(Exception):
     """A run outlived the seconds it was given; it has been stopped."""
@@ -42,6 +26,9 @@ class Control:
     """A Control API client of the SuperLink at ``address`` (TLS when ``root_certificates`` names a CA file)."""
 
     def __init__(self, address: str, root_certificates: Optional[str] = None):
+        from flwr.cli.auth_plugin.noop_auth_plugin import NoOpCliAuthPlugin
+        from flwr.cli.typing import SuperLinkConnection
+        from flwr.cli.utils import init_http_client_from_connection
         connection = SuperLinkConnection(name="fedpne-local", address=address, root_certificates=root_certificates,
                                          insecure=root_certificates is None)
         self.client = init_http_client_from_connection(connection, auth_plugin=NoOpCliAuthPlugin())
@@ -58,6 +45,11 @@ class Control:
     def start_run(self, app: str, num_supernodes: Optional[int] = None) -> int:
         """Submit the Flower app in folder ``app`` (built into a FAB as ``flwr run`` builds it); with
         ``num_supernodes``, to a SuperLink's simulation engine.  Returns the run id."""
+        from flwr.cli.build import build_fab_from_disk
+        from flwr.common.serde import fab_to_proto, user_config_to_proto
+        from flwr.proto.control_pb2 import StartRunRequest  # pylint: disable=E0611
+        from flwr.proto.federation_config_pb2 import SimulationConfig  # pylint: disable=E0611
+        from flwr.supercore.fab import Fab
         fab_bytes = build_fab_from_disk(Path(app))
         fab = Fab(hashlib.sha256(fab_bytes).hexdigest(), fab_bytes, {})
         request = StartRunRequest(fab=fab_to_proto(fab), override_config=user_config_to_proto({}))
@@ -72,6 +64,7 @@ class Control:
         """Pass the run's log to ``write`` until the run ends.  The stream is read by a thread of its
         own, so that a Ctrl-C reaches this one at once; after ``timeout`` seconds the run is stopped
         and :class:`RunTimedOut` raised."""
+        from flwr.proto.control_pb2 import StreamLogsRequest  # pylint: disable=E0611
         lines: queue.Queue = queue.Queue()
         end = object()
 
@@ -100,6 +93,7 @@ class Control:
             write(item)
 
     def stop_run(self, run_id: int) -> bool:
+        from flwr.proto.control_pb2 import StopRunRequest  # pylint: disable=E0611
         return bool(self.client.StopRun(StopRunRequest(run_id=run_id)).success)
 
     def register(self, public_key: str) -> int:
@@ -107,6 +101,8 @@ class Control:
         ``flwr supernode register`` sends); returns its node id."""
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import ec
+        from flwr.proto.control_pb2 import RegisterNodeRequest  # pylint: disable=E0611
+        from flwr.supercore.primitives.asymmetric import public_key_to_bytes
         with open(public_key, "rb") as fh:
             key = serialization.load_ssh_public_key(fh.read())
         if not isinstance(key, ec.EllipticCurvePublicKey):
@@ -118,5 +114,6 @@ class Control:
 
     def nodes(self) -> list:
         """[{"node_id", "status"}] of the SuperLink's SuperNodes, in the order they registered."""
+        from flwr.proto.control_pb2 import ListNodesRequest  # pylint: disable=E0611
         info = sorted(self.client.ListNodes(ListNodesRequest()).nodes_info, key=lambda n: n.registered_at)
         return [{"node_id": int(n.node_id), "status": n.status} for n in info]

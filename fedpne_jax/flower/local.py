@@ -26,6 +26,8 @@ import threading
 import time
 from typing import Optional
 
+from fedpne_jax.flower import control
+
 CONNECTION = "fedpne-local"
 GRACE = 5.0
 # fedpne_jax/flower/supernode.py run as a script: importing it as a module would import the package
@@ -412,7 +414,6 @@ class Deployment:
         API, :mod:`fedpne_jax.flower.control`); its log is written to ``out``, and each line also
         to ``on_line``.  0 once the run has ended; 1 when it outlived ``timeout`` seconds and was
         stopped."""
-        from fedpne_jax.flower import control
         self.submitted = getattr(self, "submitted", 0) + 1
         app = write_app(os.path.join(self.workdir, f"app-{self.submitted}"), run_config)
         self._revive_server_executor()
@@ -448,8 +449,7 @@ class Deployment:
     def control(self):
         """The SuperLink's Control API client (made once the SuperLink listens)."""
         if self._control is None:
-            from fedpne_jax.flower.control import Control
-            self._control = Control(f"127.0.0.1:{self.port}", self.certs["ca"] if self.certs is not None else None)
+            self._control = control.Control(f"127.0.0.1:{self.port}", self.certs["ca"] if self.certs is not None else None)
         return self._control
 
     def _revive_server_executor(self) -> None:
