@@ -12,6 +12,7 @@ What it does step by step: docs/guides/flower.md, section "Inside the apps".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import sys
@@ -58,15 +59,23 @@ def idle_wait(poll: float, last: float, longest: float = 0.25) -> float:
     return min(longest, poll + 0.05 * (time.time() - last))
 
 
-def _task_retries(invoker=None):
-    """Flower's retry policy for a task's requests, except on 401.  A stopped run's task token is
-    revoked, and Flower's policy then sends SIGINT to its own process, which ends a one-task
-    flwr-clientapp or flwr-serverapp; here that would end the executor and every later run's tasks.
-    A 401 ends the task instead (RunNotRunningException, as a 403 does)."""
+# A task's requests give up on a SuperNode that has gone after this long (Flower retries forever, which
+# would hold up a task's executor for good); the executor's own asks for tasks keep trying, at most
+# ASK_RETRY_SECONDS apart, so a restarted SuperNode is served at once.
+TASK_RETRY_SECONDS = 60.0
+ASK_RETRY_SECONDS = 1
+
+
+def _task_retries(invoker=None, max_time: float | None = TASK_RETRY_SECONDS):
+    """Flower's retry policy for a task's requests, except on 401 and bounded by ``max_time``.  A
+    stopped run's task token is revoked, and Flower's policy then sends SIGINT to its own process,
+    which ends a one-task flwr-clientapp or flwr-serverapp; here that would end the executor and every
+    later run's tasks.  A 401 ends the task instead (RunNotRunningException, as a 403 does)."""
     import httpx
     from flwr.supercore.retry import make_simple_http_retry_invoker
     from flwr.supercore.run import RunNotRunningException
     invoker = invoker or make_simple_http_retry_invoker()
+    invoker.max_time = max_time
     flower_giveup = invoker.should_giveup
 
     def should_giveup(exc: Exception) -> bool:
@@ -77,12 +86,47 @@ def _task_retries(invoker=None):
     return invoker
 
 
-def _connect(address: str, insecure: bool, certificates, interceptors):
+def _connect(address: str, insecure: bool, certificates, interceptors, retries=None):
     """A client of the Runtime API at ``address``, as flwr-clientapp and flwr-serverapp make theirs."""
     from flwr.supercore.runtime import RuntimeHttpClient
     return RuntimeHttpClient.from_server_address(server_address=address, insecure=insecure,
                                                  root_certificates=certificates, interceptors=interceptors,
-                                                 retry_invoker=_task_retries())
+                                                 retry_invoker=retries or _task_retries())
+
+
+def _heartbeat(client):
+    """A task's heartbeat, as Flower's (make_task_heartbeat_fn_http) but without its SIGINT to this
+    process when the run has ended: the heartbeat just stops, and the task ends at its next request
+    (RunNotRunningException)."""
+    import httpx
+    from flwr.proto.runtime_pb2 import SendTaskHeartbeatRequest  # pylint: disable=E0611
+    from flwr.supercore.heartbeat import HeartbeatSender
+    from flwr.supercore.run import RunNotRunningException
+    request = SendTaskHeartbeatRequest()
+    sender: list = []
+
+    def beat() -> bool:
+        try:
+            ok = client.SendTaskHeartbeat(request).success
+        except httpx.TransportError:
+            return False                # retried by the sender
+        except httpx.HTTPStatusError as err:
+            if err.response.status_code in (httpx.codes.SERVICE_UNAVAILABLE, httpx.codes.GATEWAY_TIMEOUT):
+                return False
+            ok = False
+        except RunNotRunningException:
+            ok = False
+        if not ok:
+            sender[0]._stop_event.set()  # the run is over: no more heartbeats
+        return True
+    sender.append(HeartbeatSender(beat))
+    return sender[0]
+
+
+def _stop(heartbeat) -> None:
+    """Stop a task's heartbeat (it may have stopped itself: the run ended)."""
+    with contextlib.suppress(RuntimeError):
+        heartbeat.stop()
 
 
 def _tasks(address: str, insecure: bool, certificates, poll: float, task_type: str):
@@ -90,7 +134,11 @@ def _tasks(address: str, insecure: bool, certificates, poll: float, task_type: s
     asking again after :func:`idle_wait` while it has none."""
     from flwr.proto.runtime_pb2 import AcquireTaskRequest  # pylint: disable=E0611
     from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
-    executor = _connect(address, insecure, certificates, [RuntimeVersionHttpInterceptor(component_name="SuperExec")])
+    from flwr.supercore.retry import exponential
+    asks = _task_retries(max_time=None)
+    asks.wait_gen_factory = lambda: exponential(base_delay=0.1, max_delay=ASK_RETRY_SECONDS)
+    executor = _connect(address, insecure, certificates, [RuntimeVersionHttpInterceptor(component_name="SuperExec")],
+                        asks)
     last = time.time()
     while True:
         res = executor.AcquireTask(AcquireTaskRequest(supported_task_types=[task_type]))
@@ -115,33 +163,34 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
     load = get_load_client_app_fn(default_app_ref="", app_path=None, multi_app=True)
     lock = lock or threading.Lock()
     for token in _tasks(address, insecure, certificates, poll, TaskType.CLIENT_APP.value):
-        with lock:
-            _client_task(address, insecure, certificates, token, installed, load)
+        _client_task(address, insecure, certificates, token, installed, load, lock)
 
 
-def _client_task(address: str, insecure: bool, certificates, token: str, installed: dict, load) -> None:
+def _client_task(address: str, insecure: bool, certificates, token: str, installed: dict, load,
+                 lock: threading.Lock) -> None:
     """One ClientApp task, as flwr-clientapp runs it: its message pulled, the app (installed once
-    per FAB) called, the reply and the task's status pushed."""
+    per FAB) called under ``lock``, the reply and the task's status pushed.  The requests are made
+    outside the lock, so a SuperNode that has gone holds up only its own task."""
     from flwr.app import Error, Message
     from flwr.cli.install import install_from_fab
     from flwr.common.constant import ErrorCode, SubStatus
-    from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
     from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
     from flwr.supercore.run import RunNotRunningException
     from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 
     interceptors = [RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"), RuntimeTokenHttpInterceptor(token)]
     client = _connect(address, insecure, certificates, interceptors)
-    heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
+    heartbeat = _heartbeat(client)
     heartbeat.start()
     message = context = reply = None
     status, details = SubStatus.FAILED, "ClientApp task failed"
     try:
         message, context, run, fab = pull_task_input(client)
-        if fab.hash_str not in installed:
-            install_from_fab(fab.content, skip_prompt=True)
-            installed[fab.hash_str] = load(run.fab_id, run.fab_version, fab.hash_str)
-        reply = installed[fab.hash_str](message=message, context=context)
+        with lock:
+            if fab.hash_str not in installed:
+                install_from_fab(fab.content, skip_prompt=True)
+                installed[fab.hash_str] = load(run.fab_id, run.fab_version, fab.hash_str)
+            reply = installed[fab.hash_str](message=message, context=context)
         status, details = SubStatus.COMPLETED, ""
     except RunNotRunningException:     # its run was stopped: no one is waiting for a reply
         status, details, reply = SubStatus.STOPPED, "the run was stopped", None
@@ -158,7 +207,7 @@ def _client_task(address: str, insecure: bool, certificates, token: str, install
         except (Exception, RunNotRunningException):  # noqa: BLE001
             _refused()
         finally:
-            heartbeat.stop()
+            _stop(heartbeat)
             client.close()
 
 
@@ -175,7 +224,6 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
     from flwr.proto.runtime_pb2 import PullTaskInputRequest, PushTaskOutputRequest
     from flwr.server.run_serverapp import run as run_serverapp
     from flwr.supercore.constant import TaskType
-    from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
     from flwr.supercore.logger import flush_logs, mirror_output_to_queue, start_log_uploader, stop_log_uploader
     from flwr.supercore.run import RunNotRunningException
     from flwr.supercore.task_identity import TaskIdentity
@@ -193,7 +241,7 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
         grid = HttpGrid(runtime_api_address=address, insecure=insecure, root_certificates=certificates,
                         token=token)
         grid._retry_invoker = _task_retries(grid._retry_invoker)
-        heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(grid._runtime_client))
+        heartbeat = _heartbeat(grid._runtime_client)
         heartbeat.start()
         context, uploader = None, None
         status, details = SubStatus.FAILED, "ServerApp task failed"
@@ -230,7 +278,7 @@ def serve_server(address: str, insecure: bool, root_certificates: str | None, po
             finally:
                 if uploader is not None:
                     stop_log_uploader(log_queue, uploader)
-                heartbeat.stop()
+                _stop(heartbeat)
                 grid.close()
 
 
@@ -268,8 +316,17 @@ def serve_several(addresses: list, insecure: bool, root_certificates: str | None
     once for all of them.  A stopped SuperNode holds up only its own thread, which waits for it to
     come back on its address."""
     lock = threading.Lock()
-    threads = [threading.Thread(target=serve, args=(a, insecure, root_certificates, poll, lock), daemon=True,
-                                name=f"clientapp-{a}") for a in addresses]
+
+    def keep_serving(address: str) -> None:
+        while True:                  # a thread that failed would leave its SuperNode unserved for good
+            try:
+                serve(address, insecure, root_certificates, poll, lock)
+            except Exception:  # noqa: BLE001
+                print(f"fedpne: the executor's thread for {address} failed; it starts again:", file=sys.stderr)
+                traceback.print_exc()
+                time.sleep(ASK_RETRY_SECONDS)
+    threads = [threading.Thread(target=keep_serving, args=(a,), daemon=True, name=f"clientapp-{a}")
+               for a in addresses]
     for t in threads:
         t.start()
     for t in threads:
