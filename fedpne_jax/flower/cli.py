@@ -101,6 +101,10 @@ def command(args, check_output_file, describe_params) -> int:
         check_output_file("--output", args.output)
     if args.nodes_per_executor < 1:
         raise ValueError(f"--nodes-per-executor must be at least 1, got {args.nodes_per_executor}")
+    if args.nodes_per_executor > 1 and (args.isolation != "warm" or args.simulation):
+        raise ValueError("--nodes-per-executor shares warm executors: it needs --isolation warm and no --simulation")
+    if args.timeout is not None and not args.timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     config = run_config(args)
     problem = spec.problem(config)       # refuses bad options before any process starts
     with tempfile.TemporaryDirectory(prefix="fedpne-flower-out-") as scratch:

@@ -6,8 +6,8 @@ as subprocesses on free localhost ports, writes a Flower app (:mod:`fedpne_jax.f
 :mod:`fedpne_jax.flower.client`) and a Flower configuration (``FLWR_HOME``, for ``flwr`` commands
 typed beside it), submits the app and streams its log through the SuperLink's Control API from
 this process (:mod:`fedpne_jax.flower.control`, what ``flwr run APP fedpne-local --stream`` sends),
-and on leaving its ``with`` block stops every process it started and their children, by process id.  ``tls=True`` runs every connection over TLS, ``auth=True`` admits only
-registered SuperNodes.
+and on leaving its ``with`` block stops every process it started and their children, by process
+id.  ``tls=True`` runs every connection over TLS, ``auth=True`` admits only registered SuperNodes.
 
 In full: docs/guides/flower.md, sections "One machine: fedpne flower local" and "Inside the apps".
 """
@@ -189,11 +189,15 @@ class Deployment:
 
     def __init__(self, clients: int, tls: bool = False, workdir: Optional[str] = None, node_poll: float = 0.1,
                  exec_poll: float = 0.05, out=None, extra_env: Optional[dict] = None, isolation: str = "warm",
-                 auth: bool = False, simulation: bool = False, nodes_per_executor: int = 1):
+                 auth: bool = False, simulation: bool = False, nodes_per_executor: int = 1,
+                 interrupted: Optional[threading.Event] = None):
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
         if int(nodes_per_executor) < 1:
             raise ValueError(f"nodes_per_executor must be at least 1, got {nodes_per_executor!r}")
+        if int(nodes_per_executor) > 1 and (isolation != "warm" or simulation):
+            raise ValueError("nodes_per_executor > 1 needs warm isolation (warm executors are what it shares) "
+                             "and no simulation engine")
         # warm isolation: each ClientApp executor serves this many SuperNodes (fedpne_jax.flower.warm,
         # serve_several), so that many SuperNodes fit in memory: an executor holds Flower, JAX and
         # the app (about 220 MB), a SuperNode about 120 MB.
@@ -217,6 +221,8 @@ class Deployment:
         self._control = None
         self.active_run: Optional[int] = None     # a run submitted whose log has not ended
         self.closing = False
+        # Set by a caller's signal handler: submit raises KeyboardInterrupt once it is set.
+        self.interrupted = interrupted or threading.Event()
         self.logs: dict = {}
         self.port: Optional[int] = None
         self.node_ports: list = []
@@ -385,7 +391,7 @@ class Deployment:
                 # holds its log stream open, and would otherwise take the whole grace period to exit.
                 if self.active_run is not None:
                     with contextlib.suppress(Exception):
-                        self._control.stop_run(self.active_run)
+                        self._control.stop_run(self.active_run, wait=2.0)
                 self._control.close()
             stop_processes(pids)
             deadline = time.time() + 3 * GRACE
@@ -414,6 +420,8 @@ class Deployment:
         API, :mod:`fedpne_jax.flower.control`); its log is written to ``out``, and each line also
         to ``on_line``.  0 once the run has ended; 1 when it outlived ``timeout`` seconds and was
         stopped."""
+        if self.interrupted.is_set():
+            raise KeyboardInterrupt
         self.submitted = getattr(self, "submitted", 0) + 1
         app = write_app(os.path.join(self.workdir, f"app-{self.submitted}"), run_config)
         self._revive_server_executor()
@@ -424,16 +432,21 @@ class Deployment:
             watcher = threading.Thread(target=self._watch_server_executor, args=(run_id, done), daemon=True)
             watcher.start()
 
+        partial = [""]          # the log comes in chunks that need not end at a line's end
+
         def write(text: str) -> None:
             self.out.write(text)
             self.out.flush()
             if on_line is not None:
-                for line in text.splitlines(keepends=True):
-                    on_line(line)
+                *lines, partial[0] = (partial[0] + text).split("\n")
+                for line in lines:
+                    on_line(line + "\n")
         try:
             write(f"Successfully started run {run_id}\n")
             if stream:
-                self.control.stream(run_id, write, timeout)
+                self.control.stream(run_id, write, timeout, self.interrupted)
+            if self.interrupted.is_set():
+                raise KeyboardInterrupt
             self.active_run = None
             return 0
         except control.RunTimedOut as stopped:
@@ -441,6 +454,8 @@ class Deployment:
             write(f"{stopped}\n")
             return 1
         finally:
+            if on_line is not None and partial[0]:
+                on_line(partial[0])
             done.set()
             if watcher is not None:
                 watcher.join()
@@ -481,8 +496,13 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
     # SIGINT too: a command started with SIGINT ignored (a background job of a script inherits that)
     # still stops its deployment on a Ctrl-C, as fedpne run does.
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    # The handler's KeyboardInterrupt is lost when the signal lands in a garbage-collection callback
+    # (JAX registers one) or a __del__, which ignore exceptions: the event keeps it, and the log
+    # stream's loop raises it again (Control.stream).
+    interrupted = threading.Event()
 
     def on_term(signum, frame):
+        interrupted.set()
         raise KeyboardInterrupt
 
     in_main = threading.current_thread() is threading.main_thread()
@@ -491,20 +511,37 @@ def run_local(clients: int, run_config: dict, tls: bool = False, out=None, timeo
             signal.signal(signum, on_term)
     try:
         with Deployment(clients, tls=tls, workdir=workdir, node_poll=node_poll, out=out, isolation=isolation,
-                        auth=auth, simulation=simulation, nodes_per_executor=nodes_per_executor) as d:
+                        auth=auth, simulation=simulation, nodes_per_executor=nodes_per_executor,
+                        interrupted=interrupted) as d:
             status_path = os.path.join(d.workdir, "status.json")
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(status_path)          # an earlier run's, in a working folder given again
             config = dict(run_config, status=status_path)
             d.start()
-            code = d.submit(config, timeout=timeout)
+
+            def logs() -> str:
+                executor = f"\nServerApp executor log:\n{d.tail('executor-server')}" if d.isolation == "warm" else ""
+                return f"SuperLink log:\n{d.tail('superlink')}{executor}"
+            try:
+                code = d.submit(config, timeout=timeout)
+            except control.ControlError as err:
+                if interrupted.is_set():
+                    raise KeyboardInterrupt from None
+                return {"ok": False, "message": f"{err}; {logs()}"}
+            if code:
+                return {"ok": False, "message": f"the run outlived --timeout {timeout:g} s and was stopped at the "
+                                                f"SuperLink; the server's state of its last step is kept"}
             try:
                 with open(status_path) as fh:
-                    status = json.load(fh)
+                    return json.load(fh)
             except (OSError, ValueError):
-                executor = f"\nServerApp executor log:\n{d.tail('executor-server')}" if d.isolation == "warm" else ""
-                how = "was stopped after its timeout" if code else "ended"
-                status = {"ok": False, "message": f"the ServerApp ended without a status (the run {how}); "
-                                                  f"SuperLink log:\n{d.tail('superlink')}{executor}"}
-            return status
+                return {"ok": False, "message": f"the ServerApp ended without a status; {logs()}"}
+    except Exception:
+        # A KeyboardInterrupt raised inside a library can come out as another error (pydantic's
+        # compiled code, for one, wraps it while Flower's modules are imported): the signal decides.
+        if interrupted.is_set():
+            raise KeyboardInterrupt from None
+        raise
     finally:
         if in_main:
             for signum, handler in previous.items():
