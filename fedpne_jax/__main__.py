@@ -1,5 +1,3 @@
-import sys
+from fedpne_jax.cli import entry
 
-from fedpne_jax.cli import main
-
-sys.exit(main())
+entry()

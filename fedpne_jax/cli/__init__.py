@@ -8,6 +8,8 @@ them in the order of the help.  What they share is in :mod:`fedpne_jax.cli.commo
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import sys
 import warnings
 
@@ -82,3 +84,19 @@ def main(argv=None) -> int:
         print(f"fedpne: {COMMANDS[args.command].INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_ERROR
+
+
+def entry() -> None:
+    """The ``fedpne`` command and ``python -m fedpne_jax``: :func:`main`'s status as the exit status.
+
+    An interrupted command ends with status 130 as it says, through ``os._exit`` once the exit
+    functions have run: the interpreter otherwise sometimes ended it by SIGINT (status -2 to its
+    parent) after the KeyboardInterrupt had been caught and the message printed (seen with
+    CPython 3.11 when the signal landed while Flower's modules were being imported)."""
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
