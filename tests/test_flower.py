@@ -205,8 +205,9 @@ def test_supernode_auth_admits_only_registered_keys(tmp_path):
 
 
 def test_simulation_engine_run_is_fp_runs_run_and_leaves_no_process(tmp_path, reference, xla_cache):
-    """The same app under Flower's simulation engine (flwr run --federation-config num-supernodes=M
-    against a SuperLink started with --simulation; the ClientApps run as Ray actors): fp.run's run."""
+    """The same app under Flower's simulation engine (submitted as flwr run --federation-config
+    num-supernodes=M submits it, to a SuperLink started with --simulation; the ClientApps run as Ray
+    actors): fp.run's run."""
     pytest.importorskip("ray")
     workdir = str(tmp_path / "simulation")
     with local.Deployment(M, workdir=workdir, out=io.StringIO(), extra_env=xla_cache, simulation=True) as d:
@@ -310,24 +311,48 @@ def test_on_client_loss_continue_goes_on_and_records_the_lost_client(deployment,
     assert all(n == M - 1 for n in answered[lost[0]["step"]:] if n)
 
 
-def test_a_run_past_its_timeout_is_stopped_and_the_deployment_serves_the_next(deployment, tmp_path, plain):
-    """Deployment.submit(timeout=...) stops a run that outlives it at the SuperLink (exit status 1,
-    no result); the warm executors take the stopped run's refused requests without exiting (Flower's
-    own retry policy would interrupt their process), so the next run on the same deployment is fp.run's."""
+def test_stopped_runs_leave_the_executors_serving_the_next_run(deployment, tmp_path, plain):
+    """A run stopped once its first step is saved (the request of flwr stop), and one stopped by
+    Deployment.submit's timeout (exit status 1, no result): the stopped run's ServerApp says so, no
+    warm executor ends (Flower's retry policy would interrupt their processes on the revoked task
+    tokens), and the next run on the same deployment is fp.run's."""
+    executors = {name: p.pid for name, p in deployment.processes.items() if name.startswith("executor")}
+    book, status = tmp_path / "mid.fpne.json", tmp_path / "mid.status.json"
+
+    def stop_after_the_first_step():
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            try:
+                if json.loads(book.read_text())["steps"]:
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        assert deployment.control.stop_run(deployment.active_run)
+    stopper = threading.Thread(target=stop_after_the_first_step, daemon=True)
+    stopper.start()
+    config = dict(PROBLEM, state=str(tmp_path / "mid.fpne"), output=str(tmp_path / "mid.json"), status=str(status))
+    assert deployment.submit(config) == 0           # its log ended: the run is over
+    stopper.join()
+    deadline = time.time() + 60                     # the ServerApp writes its status as it ends
+    while not status.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    outcome = json.loads(status.read_text())
+    assert not outcome["ok"] and "stopped at the SuperLink" in outcome["message"], outcome
+    assert len(json.loads(book.read_text())["steps"]) < plain[1]["flower"]["steps"]
+
     lines: list = []
     config = dict(PROBLEM, state=str(tmp_path / "slow.fpne"), output=str(tmp_path / "slow.json"),
                   status=str(tmp_path / "slow.status.json"))
-    started = time.time()
     assert deployment.submit(config, timeout=0.1, on_line=lines.append) == 1
-    assert time.time() - started < 60
     assert any("and was stopped" in line for line in lines), lines
     assert not os.path.exists(config["output"])
-    if os.path.exists(config["status"]):        # the ServerApp had started: it says why it ended
-        with open(config["status"]) as fh:
-            assert not json.load(fh)["ok"]
+
     outcome, result = submit(deployment, tmp_path, "next")
     assert outcome["ok"], outcome
     assert_same_run(result, plain[1])
+    assert {name: p.pid for name, p in deployment.processes.items() if name.startswith("executor")} == executors
+    assert all(deployment.processes[name].poll() is None for name in executors)
 
 
 def test_a_crashed_server_resumes_from_its_last_step_with_the_same_numbers(deployment, tmp_path, reference):

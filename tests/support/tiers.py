@@ -80,7 +80,7 @@ FUNCTIONS = {
                              "test_a_killed_supernode_stops_the_run_with_its_state_kept_and_the_rerun_finishes_it",
                              "test_on_client_loss_continue_goes_on_and_records_the_lost_client",
                              "test_a_crashed_server_resumes_from_its_last_step_with_the_same_numbers",
-                             "test_a_run_past_its_timeout_is_stopped_and_the_deployment_serves_the_next",
+                             "test_stopped_runs_leave_the_executors_serving_the_next_run",
                              "test_noisy_runs_over_flower_match_fp_run_in_distribution", "test_ctrl_c_stops_every_process_it_started"],
     "tests/test_bbob.py": ["test_instances_heterogeneity", "test_one_dimensional_functions_match_coco",
                            "test_shift_and_fourier_keep_the_bbob_function_as_global_objective"],
