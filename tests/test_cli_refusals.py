@@ -96,3 +96,19 @@ def test_resuming_a_plugin_sweep_without_its_plugin_names_the_plugin(tmp_path, c
     err = capsys.readouterr().err
     assert code == 2 and "got 'random-search'" in err
     assert f"the sweep in {folder} was made with --plugin {plugin}: give the same to resume it" in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--nodes-per-executor", "0"], "--nodes-per-executor must be at least 1, got 0"),
+    (["--nodes-per-executor", "2", "--isolation", "subprocess"], "--nodes-per-executor shares warm executors"),
+    (["--nodes-per-executor", "2", "--simulation"], "--nodes-per-executor shares warm executors"),
+    (["--timeout", "0"], "--timeout must be a positive number of seconds, got 0.0"),
+    (["--timeout", "-5"], "--timeout must be a positive number of seconds, got -5.0"),
+])
+def test_flower_local_refuses_before_starting_a_process(tmp_path, capsys, args, message):
+    """Refused by name before any SuperLink or SuperNode starts (the working folder stays empty)."""
+    work = tmp_path / "work"
+    assert main(["flower", "local", "--clients", "3", "--horizon", "10", "--workdir", str(work), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not work.exists()

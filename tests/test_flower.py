@@ -466,6 +466,25 @@ def test_message_type_and_hello_round_trip():
     assert [len(get_all_nested_objects(c)) for c in (content, reply)] == [2, 2]
 
 
+def test_the_control_client_says_what_failed_and_prints_nothing_on_standard_output(tmp_path, capsys):
+    """Flower's CLI prints "Using SuperLink: ..." as its client is made, which would land in front of
+    fedpne flower local --output -'s JSON; a SuperLink that is not there, or a key it cannot take, is
+    an error naming it, not an HTTP traceback."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from fedpne_jax.flower import control
+    with control.Control(f"127.0.0.1:{local.free_port()}") as c:
+        assert capsys.readouterr().out == ""
+        with pytest.raises(control.ControlError, match="could not reach the SuperLink at 127.0.0.1:.* to list"):
+            c.nodes()
+        key = tmp_path / "rsa.pub"
+        key.write_bytes(rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH))
+        with pytest.raises(ValueError, match="rsa.pub: SuperNode authentication takes an EC public key"):
+            c.register(str(key))
+
+
 def test_dp_clients_add_the_papers_privacy_noise_to_their_means():
     """DP-Fed-PNE (Appendix D): a client's mean of n rewards carries N(0, sigma^2 / n) noise,
     sigma^2 = 2 log(1.25 / delta) / epsilon^2, drawn by the client (here its replies' values)."""
