@@ -13,8 +13,9 @@ one noise-free Fed-PNE run of Garland (shift heterogeneity, M = N, sampling='cli
 * bytes sent and received per step (the records' payloads as Flower serialises them), against the
   paper's communication count: the means uploaded (floats) x 8 bytes;
 * fp.run of the same run: its compile and run seconds (one seed);
-* the deployment's memory: the peak of its processes' resident memory summed (sampled every 0.5 s),
-  with ``--nodes-per-executor K`` warm ClientApp executors serving K SuperNodes each.
+* the deployment's memory: the peaks of its processes' resident (RSS) and proportional (PSS) memory
+  summed (sampled every 0.5 s; GiB), with ``--nodes-per-executor K`` warm ClientApp executors serving
+  K SuperNodes each.
 
 The rows also say whether the Flower run's regret curve equals fp.run's bit for bit, and what
 bounds a step: the round trip (the exchange less the slowest client's handler), the objective (that
@@ -44,15 +45,22 @@ from fedpne_jax.core import processor  # noqa: E402
 from fedpne_jax.flower import local, wire  # noqa: E402
 
 
-def resident_bytes(pids) -> int:
-    total = 0
+def memory_bytes(pids) -> tuple:
+    """(resident, proportional) bytes of ``pids`` summed: RSS counts the pages processes share (the
+    Python runtime, Flower's and JAX's libraries) once in each; PSS splits them among the sharers."""
+    rss = pss = 0
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as fh:
-                total += next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmRSS:"))
-        except (OSError, StopIteration):
-            pass
-    return total
+        for name, key in (("status", "VmRSS:"), ("smaps_rollup", "Pss:")):
+            try:
+                with open(f"/proc/{pid}/{name}") as fh:
+                    value = next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key))
+            except (OSError, StopIteration):
+                continue
+            if key == "VmRSS:":
+                rss += value
+            else:
+                pss += value
+    return rss, pss
 
 
 def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str, nodes_per_executor: int) -> dict:
@@ -62,14 +70,15 @@ def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str, no
               "status": os.path.join(folder, "status.json"), "client-timeout": 1800.0, "node-timeout": 1800.0}
     log = io.StringIO()
     started = time.time()
-    peak = [0]
+    peak = [0, 0]
     done = threading.Event()
     with local.Deployment(n, workdir=os.path.join(folder, "work"), out=log, isolation=isolation,
                           extra_env={"FEDPNE_COMPILE_CACHE": cache}, nodes_per_executor=nodes_per_executor) as d:
         def sample():
             while not done.wait(0.5):
                 pids = local.descendants([p.pid for p in list(d.processes.values())])
-                peak[0] = max(peak[0], resident_bytes(pids))
+                rss, pss = memory_bytes(pids)
+                peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         try:
@@ -86,7 +95,7 @@ def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str, no
     with open(config["output"]) as fh:
         data = json.load(fh)
     data["wall_seconds"] = wall
-    data["peak_resident_bytes"] = peak[0]
+    data["peak_resident_bytes"], data["peak_proportional_bytes"] = peak
     return data
 
 
@@ -156,7 +165,8 @@ def main(argv=None) -> int:
                 "fp_run_compile_s": reference.compile_seconds, "fp_run_run_ms": 1e3 * reference.run_seconds,
                 "same_curve": data["per_seed"]["curves"] == reference.to_dict()["per_seed"]["curves"],
                 "nodes_per_executor": args.nodes_per_executor,
-                "peak_resident_gb": data["peak_resident_bytes"] / 2**30,
+                "peak_rss_gib": data["peak_resident_bytes"] / 2**30,
+                "peak_pss_gib": data["peak_proportional_bytes"] / 2**30,
             }
             row["load_average"] = open("/proc/loadavg").read().split()[:3]
             rows.append(row)
@@ -165,15 +175,15 @@ def main(argv=None) -> int:
           f"noise-free; {processor.describe()}, {os.cpu_count()} cores\n")
     print("| SuperNodes | steps | ms/step | round trip ms | slowest client ms | server ms | serialise ms | "
           "s/run (loop) | s/run (with start-up) | B sent/step | B received/step | paper: uploads x 8 B / step | "
-          "fp.run ms/run (compile s) | same curve | SuperNodes per executor | peak memory GB | load |")
-    print("|" + "---|" * 17)
+          "fp.run ms/run (compile s) | same curve | SuperNodes per executor | peak RSS GiB | peak PSS GiB | load |")
+    print("|" + "---|" * 18)
     for r in rows:
         print(f"| {r['supernodes']} | {r['steps']} | {r['ms_per_step']:.0f} | {r['round_trip_ms_per_step']:.0f} | "
               f"{r['client_handler_ms_per_step']:.0f} | {r['server_ms_per_step']:.0f} | "
               f"{r['serialise_ms_per_step']:.1f} | {r['server_loop_s']:.1f} | {r['wall_s_with_startup']:.1f} | "
               f"{r['sent_bytes_per_step']:.0f} | {r['received_bytes_per_step']:.0f} | "
               f"{r['paper_upload_bytes_per_step']:.0f} | {r['fp_run_run_ms']:.1f} ({r['fp_run_compile_s']:.1f}) | "
-              f"{r['same_curve']} | {r['nodes_per_executor']} | {r['peak_resident_gb']:.1f} | "
+              f"{r['same_curve']} | {r['nodes_per_executor']} | {r['peak_rss_gib']:.1f} | {r['peak_pss_gib']:.1f} | "
               f"{' '.join(r['load_average'])} |")
     out = args.out or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "bench",
                                    f"flower-{machine_name()}.json")

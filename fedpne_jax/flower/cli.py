@@ -70,8 +70,8 @@ def add_parser(sub, run_parser, formatter) -> None:
                    help="warm: one long-lived ClientApp executor per SuperNode (fedpne_jax.flower.warm); "
                         "subprocess: Flower's own, a new process per message (seconds of imports each)")
     g.add_argument("--nodes-per-executor", type=int, default=1, metavar="K",
-                   help="warm: each ClientApp executor serves K SuperNodes, one task at a time (about 220 MB "
-                        "an executor and 120 MB a SuperNode: for many clients on one machine)")
+                   help="warm: each ClientApp executor serves K SuperNodes, one app call at a time (about 300 "
+                        "MB resident an executor and 140 MB a SuperNode: for many clients on one machine)")
     g.add_argument("--timeout", type=float, default=None, help="give up the whole run after this many seconds")
     g.add_argument("--workdir", default=None,
                    help="keep the processes' logs, certificates and app here (default: a temporary folder)")

@@ -200,7 +200,7 @@ class Deployment:
                              "and no simulation engine")
         # warm isolation: each ClientApp executor serves this many SuperNodes (fedpne_jax.flower.warm,
         # serve_several), so that many SuperNodes fit in memory: an executor holds Flower, JAX and
-        # the app (about 220 MB), a SuperNode about 120 MB.
+        # the app (about 300 MB resident), a SuperNode about 140 MB.
         self.nodes_per_executor = int(nodes_per_executor)
         # Flower's simulation engine: the SuperLink runs the ServerApp and ``clients`` simulated
         # SuperNodes' ClientApps in one process (Ray actors; flwr[simulation]); no SuperNode process.

@@ -312,7 +312,7 @@ def main(argv=None) -> None:
 
 def serve_several(addresses: list, insecure: bool, root_certificates: str | None, poll: float) -> None:
     """Several SuperNodes' ClientApp tasks in one process: one thread asks each SuperNode, and a lock
-    runs one task at a time, so the process's memory (Flower, JAX, the app: about 220 MB) is paid
+    runs one app call at a time, so the process's memory (Flower, JAX, the app: about 300 MB) is paid
     once for all of them.  A stopped SuperNode holds up only its own thread, which waits for it to
     come back on its address."""
     lock = threading.Lock()
