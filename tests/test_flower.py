@@ -10,6 +10,7 @@ and SuperNodes as real processes on localhost, every one of them stopped by the 
   run submitted again with the client back finishes with the numbers of an uninterrupted run; with
   on-client-loss 'continue' it goes on with the others and the result records the lost client;
 * a ServerApp that crashes after a step resumes from its saved state with the same numbers;
+* runs stopped mid-run and by a timeout leave every warm executor running for the next run;
 * the reply checks by themselves (another run or step, a missing key, an error).
 
 The sampler: Fed-PNE's stepper is exact against fp.run with sampling='client' (its steps' docstring).
