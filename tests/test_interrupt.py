@@ -231,3 +231,26 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
     assert all((tmp_path / "quick" / "figures" / f"{name}.json").is_file() for name in ("arms", "sensitivity"))
     assert (tmp_path / "quick" / "SUMMARY.md").is_file() and len(list(sweeps.glob("*/chunks/*.npz"))) == 5
+
+
+def test_workers_raise_an_interrupt_whose_exception_was_lost():
+    """A SIGINT whose KeyboardInterrupt was raised where Python ignores exceptions (JAX's
+    garbage-collection callback) still stops the wait for the workers, which ignore SIGINT: once a
+    signal has set Workers.interrupted, completed() raises within half a second."""
+    from concurrent.futures import Future
+
+    from fedpne_jax.experiments import workers
+    pool = workers.Workers(1)
+    try:
+        never = Future()
+        pool.interrupted.set()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            list(pool.completed([never]))
+        assert time.monotonic() - started < 1.0
+        done = Future()
+        done.set_result(3)
+        pool.interrupted.clear()
+        assert [f.result() for f in pool.completed([done])] == [3]
+    finally:
+        pool.stop()

@@ -17,7 +17,7 @@ import pickle
 import signal
 import threading
 import warnings
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
@@ -77,6 +77,20 @@ class Workers:
     def __init__(self, jobs: int):
         self._pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=_start, initargs=(_setup(),))
+        # Set by the signal handlers: a KeyboardInterrupt raised where Python ignores exceptions (a
+        # garbage-collection callback, which JAX registers, or a __del__) is lost, and the workers,
+        # which ignore SIGINT, would be waited for with no end; completed() raises it again.
+        self.interrupted = threading.Event()
+
+    def completed(self, futures):
+        """The futures as they complete (concurrent.futures.as_completed), raising KeyboardInterrupt
+        within half a second of a SIGINT or SIGTERM, even one whose exception was lost."""
+        pending = set(futures)
+        while pending:
+            if self.interrupted.is_set():
+                raise KeyboardInterrupt
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            yield from done
 
     def submit(self, definition, out: str, **options) -> Future:
         """``run_sweep(definition, out, **options)`` in a worker; the future's result is its Report.
@@ -107,10 +121,16 @@ class Workers:
     def __enter__(self) -> Workers:
         # SIGTERM (a scheduler's time limit, `kill`) must stop the workers too: killed by it, this
         # process would leave them computing with no one to read their results.
-        self._term = None
+        self._term = self._int = None
         if threading.current_thread() is threading.main_thread():
-            self._term = signal.signal(signal.SIGTERM, _raise_interrupt) or signal.SIG_DFL
+            self._term = signal.signal(signal.SIGTERM, self._on_signal) or signal.SIG_DFL
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:    # not an ignored or a caller's
+                self._int = signal.signal(signal.SIGINT, self._on_signal)
         return self
+
+    def _on_signal(self, signum, frame) -> None:
+        self.interrupted.set()
+        raise KeyboardInterrupt
 
     def __exit__(self, kind, error, trace) -> None:
         try:
@@ -121,10 +141,8 @@ class Workers:
         finally:
             if self._term is not None:
                 signal.signal(signal.SIGTERM, self._term)
-
-
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+            if self._int is not None:
+                signal.signal(signal.SIGINT, self._int)
 
 
 def _setup() -> dict:

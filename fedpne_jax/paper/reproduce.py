@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-from concurrent.futures import as_completed
 
 from fedpne_jax.core import sharding
 from fedpne_jax.core.errors import MissingExtra
@@ -132,7 +131,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
         with workers.Workers(jobs) as pool:
             pending = {pool.submit(raw[s], sweep_folder(s), memory_gb=memory_gb, devices=len(selected),
                                    progress=False, label=s, overwrite=overwrite): s for s in order}
-            for future in as_completed(pending):
+            for future in pool.completed(pending):
                 finished(pending[future], pool.result(future))
     log(f"  wrote {summary.write(base)}")
     return written
