@@ -296,8 +296,8 @@ class Deployment:
             return
         # A group's executor starts with the group's last SuperNode, and serves a member restarted
         # later on its address; it exits once all of its SuperNodes have.
-        group = range(i - i % self.nodes_per_executor, min(self.clients, i - i % self.nodes_per_executor
-                                                               + self.nodes_per_executor))
+        first = i - i % self.nodes_per_executor
+        group = range(first, min(self.clients, first + self.nodes_per_executor))
         name = f"executor-group-{group[0]}"
         running = name in self.processes and self.processes[name].poll() is None
         if running or not all(f"supernode-{j}" in self.processes for j in group):
