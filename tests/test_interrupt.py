@@ -203,7 +203,14 @@ def test_ctrl_c_stops_the_workers_of_reproduce_and_a_rerun_resumes(group, signum
         assert _indexed(sweeps) and child.poll() is None, (child.returncode, child.stderr.read() if
                                                            child.poll() is not None else "no chunk indexed in 180 s")
         (os.killpg if group else os.kill)(child.pid, signum)
-        stdout, stderr = child.communicate(timeout=120)
+        try:
+            stdout, stderr = child.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGUSR1)        # every process prints its stacks (the hold)
+            time.sleep(2)
+            os.killpg(child.pid, signal.SIGKILL)
+            stdout, stderr = child.communicate(timeout=30)
+            pytest.fail(f"the command did not stop within 120 s of the signal; its processes' stacks:\n{stderr}")
     except BaseException:
         # A held process never finishes by itself: whatever failed above, none may outlive the test.
         # (Not after a clean exit: that no process outlives the command is what the test checks.)
@@ -254,3 +261,26 @@ def test_workers_raise_an_interrupt_whose_exception_was_lost():
         assert [f.result() for f in pool.completed([done])] == [3]
     finally:
         pool.stop()
+
+
+def test_a_signal_during_the_wait_for_workers_is_raised_outside_concurrent_futures():
+    """A KeyboardInterrupt raised inside concurrent.futures' wait can leave a future's lock held (its
+    locks are taken one by one) and the pool unable to stop: a SIGINT while completed() waits only sets
+    Workers.interrupted, and completed() itself raises, within its poll; a second signal while the
+    workers are being stopped raises nothing."""
+    from concurrent.futures import Future
+
+    from fedpne_jax.experiments import workers
+    never = Future()
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt) as caught:
+        with workers.Workers(1) as pool:
+            timer.start()
+            started = time.monotonic()
+            list(pool.completed([never]))
+    assert time.monotonic() - started < 0.3 + 2 * workers.POLL_SECONDS
+    frames = [entry.name for entry in caught.traceback]
+    assert frames[-1] == "completed", frames
+    assert pool.interrupted.is_set()
+    pool._deferring = True                      # as while stopping: a second signal changes nothing
+    pool._on_signal(signal.SIGINT, None)

@@ -34,6 +34,7 @@ AUTO = "auto"
 # multiply memory, and a large study's calls are sharded over every core already.
 MAX_AUTO = 4
 GRACE_SECONDS = 10.0     # how long a terminated worker may take to die before it is killed
+POLL_SECONDS = 0.2       # how often the wait for workers looks for a signal
 _CACHE_OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
 
 
@@ -81,15 +82,24 @@ class Workers:
         # garbage-collection callback, which JAX registers, or a __del__) is lost, and the workers,
         # which ignore SIGINT, would be waited for with no end; completed() raises it again.
         self.interrupted = threading.Event()
+        # True while this process is inside concurrent.futures (waiting for futures, stopping the
+        # pool): an exception raised there by a signal handler can leave a future's lock held or
+        # the pool half shut down, so the handler only sets `interrupted` and completed() raises.
+        self._deferring = False
 
     def completed(self, futures):
         """The futures as they complete (concurrent.futures.as_completed), raising KeyboardInterrupt
-        within half a second of a SIGINT or SIGTERM, even one whose exception was lost."""
+        within POLL_SECONDS of a SIGINT or SIGTERM, even one whose exception was lost."""
         pending = set(futures)
         while pending:
+            self._deferring = True
+            try:
+                if not self.interrupted.is_set():
+                    done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            finally:
+                self._deferring = False
             if self.interrupted.is_set():
                 raise KeyboardInterrupt
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             yield from done
 
     def submit(self, definition, out: str, **options) -> Future:
@@ -107,6 +117,7 @@ class Workers:
                               "--jobs 1 to resume") from err
 
     def stop(self) -> None:
+        self._deferring = True          # a second Ctrl-C must not cut the stop short
         processes = list((getattr(self._pool, "_processes", None) or {}).values())
         self._pool.shutdown(wait=False, cancel_futures=True)
         for p in processes:
@@ -129,8 +140,11 @@ class Workers:
         return self
 
     def _on_signal(self, signum, frame) -> None:
+        first = not self.interrupted.is_set()
         self.interrupted.set()
-        raise KeyboardInterrupt
+        # The caller's own code (writing a finished study's figure) is interrupted at once, once.
+        if first and not self._deferring:
+            raise KeyboardInterrupt
 
     def __exit__(self, kind, error, trace) -> None:
         try:

@@ -3,7 +3,8 @@ test's ``fedpne reproduce`` and the workers it spawns.  With FEDPNE_TEST_HOLD na
 first index of a sweep that lists a chunk creates that file, and from then on a process about to
 write a chunk waits there until a signal stops it.  So the command cannot finish before the test's
 signal, however quickly its programs load, and a signal always finds it mid-study (not between its
-last chunk and its exit, as a fixed wait or a poll from a busy machine could)."""
+last chunk and its exit, as a fixed wait or a poll from a busy machine could).  SIGUSR1 makes such
+a process print its threads' stacks."""
 import json
 import os
 import sys
@@ -39,3 +40,8 @@ def _hold(event, args):
 
 if _HOLD:
     sys.addaudithook(_hold)
+    # SIGUSR1 prints every thread's stack to standard error: the test asks a command that did not
+    # stop where it is.
+    import faulthandler
+    import signal
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
