@@ -300,6 +300,13 @@ class Deployment:
         group = range(first, min(self.clients, first + self.nodes_per_executor))
         name = f"executor-group-{group[0]}"
         running = name in self.processes and self.processes[name].poll() is None
+        if running and not any(self.processes[f"supernode-{j}"].poll() is None for j in group if j != i
+                               and f"supernode-{j}" in self.processes):
+            # Every other SuperNode of the group is stopped too: the executor is exiting (it watches
+            # its SuperNodes' processes) and could do so after this one has started, leaving it
+            # unserved, so it is stopped now and a new one started.
+            self.stop(name)
+            running = False
         if running or not all(f"supernode-{j}" in self.processes for j in group):
             return
         command = [sys.executable, "-m", "fedpne_jax.flower.warm", "--insecure"]

@@ -64,6 +64,10 @@ def idle_wait(poll: float, last: float, longest: float = 0.25) -> float:
 # ASK_RETRY_SECONDS apart, so a restarted SuperNode is served at once.
 TASK_RETRY_SECONDS = 60.0
 ASK_RETRY_SECONDS = 1
+# A task's message is whole in its SuperNode before the task is offered, so an object that stays
+# unavailable was deleted with its stopped run; Flower would retry for two hours (PULL_MAX_TIME),
+# holding up every later task of that SuperNode.
+TASK_PULL_SECONDS = 10.0
 
 
 def _task_retries(invoker=None, max_time: float | None = TASK_RETRY_SECONDS):
@@ -149,6 +153,18 @@ def _tasks(address: str, insecure: bool, certificates, poll: float, task_type: s
             time.sleep(idle_wait(poll, last))
 
 
+def _bounded_task_pulls(seconds: float = TASK_PULL_SECONDS) -> None:
+    """A ClientApp task's pull of its message gives up after ``seconds`` (TASK_PULL_SECONDS); the
+    task then fails as any other, and the executor asks for the next one."""
+    from flwr.supercore.inflatable import inflatable_utils
+    for function in (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree):
+        defaults = function.__kwdefaults__
+        if defaults is not None and "max_time" in defaults:
+            defaults["max_time"] = seconds
+            # Else one wait of Flower's up to 10 s could come after the time is up.
+            defaults["backoff_cap"] = min(float(defaults.get("backoff_cap", 1.0)), 1.0)
+
+
 def serve(address: str, insecure: bool, root_certificates: str | None, poll: float,
           lock: threading.Lock | None = None) -> None:
     """Run the ClientApp tasks of the SuperNode whose Runtime API is ``address``, one at a time; with
@@ -158,6 +174,7 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
     from flwr.supercore.tls import validate_and_resolve_root_certificates
 
     quicker_pulls()
+    _bounded_task_pulls()
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
     installed: dict = {}
     load = get_load_client_app_fn(default_app_ref="", app_path=None, multi_app=True)
