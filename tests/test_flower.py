@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -49,11 +50,29 @@ LOSS_MARGIN, LOSS_FLOOR = 8.0, 3.0
 COMPARED = ("final_regret", "phases", "uploads", "depth", "recommendation", "curves", "simple_regret")
 
 
+def fp_run(objective: str, seeds: int = 1, base_seed: int = 0, noise: str = "none", **objective_options) -> dict:
+    """``fp.run``'s result (as a dict) of PROBLEM's configuration on ``objective``."""
+    config = fp.make_config("fedpne", num_clients=M, horizon=T, noise=noise, sampling="client", checkpoints=100)
+    built = objectives.make_objective(objective, num_clients=M, heterogeneity="shift", seed=0, **objective_options)
+    return fp.run(config, built, seeds=seeds, base_seed=base_seed).to_dict()
+
+
 @pytest.fixture(scope="module")
-def reference():
-    config = fp.make_config("fedpne", num_clients=M, horizon=T, noise="none", sampling="client", checkpoints=100)
-    objective = objectives.make_objective("garland", num_clients=M, heterogeneity="shift", seed=0)
-    return fp.run(config, objective, seeds=1, base_seed=0).to_dict()
+def beside():
+    """A thread for the tests' own fp.run references: they compile while a deployment's processes
+    start and its runs wait on the wire, instead of before or after them."""
+    with ThreadPoolExecutor(1, thread_name_prefix="reference") as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def reference_soon(beside):
+    return beside.submit(fp_run, "garland")
+
+
+@pytest.fixture(scope="module")
+def reference(reference_soon):
+    return reference_soon.result()
 
 
 def assert_same_run(data: dict, reference: dict) -> None:
@@ -72,7 +91,7 @@ def xla_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory, xla_cache):
+def deployment(tmp_path_factory, xla_cache, reference_soon):
     """One SuperLink and M SuperNodes for every test that submits runs to a running deployment; a test
     that kills a SuperNode starts it again.  SuperNodes 0 and 1 share one warm ClientApp executor,
     SuperNode 2 has its own (nodes_per_executor=2), so the fault tests kill both kinds.  Every
@@ -164,8 +183,9 @@ def test_noise_free_run_over_flower_is_fp_runs_run(plain, reference):
 def test_fedpne_flower_local_over_tls_with_auth_is_the_same_run_and_leaves_no_process(tmp_path, reference,
                                                                                        xla_cache):
     """The command a user runs, end to end: its own SuperLink and SuperNodes, over TLS with certificates
-    made for the run and SuperNode authentication on; every process it started is gone at its end."""
-    done, out, workdir = run_cli(tmp_path, "--tls", "--auth", env=xla_cache)
+    made for the run and SuperNode authentication on, its three SuperNodes' ClientApps in one warm
+    executor; every process it started is gone at its end."""
+    done, out, workdir = run_cli(tmp_path, "--tls", "--auth", "--nodes-per-executor", str(M), env=xla_cache)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads(out.read_text())
     assert_same_run(data, reference)
@@ -187,7 +207,9 @@ def test_supernode_auth_admits_only_registered_keys(tmp_path):
     """With --enable-supernode-auth, a SuperNode whose key is not registered cannot join (it exits
     with Flower's exit code 305 and is not listed); once its key is registered, it joins."""
     workdir = str(tmp_path / "auth")
-    with local.Deployment(2, workdir=workdir, out=io.StringIO(), auth=True) as d:
+    # No run is submitted: Flower's own executors (subprocess isolation) start none of the warm
+    # executors' processes, which import JAX for a run.
+    with local.Deployment(2, workdir=workdir, out=io.StringIO(), auth=True, isolation="subprocess") as d:
         d.start_superlink()
         d.register(0)
         d.start_supernode(0)
@@ -251,13 +273,11 @@ def test_a_malformed_reply_is_refused_naming_the_client(deployment, tmp_path, fu
     assert "never averaged" in outcome["message"]
 
 
-def test_noise_free_bbob_run_over_flower_is_fp_runs_run(deployment, tmp_path):
-    config = fp.make_config("fedpne", num_clients=M, horizon=T, noise="none", sampling="client", checkpoints=100)
-    objective = objectives.make_objective("bbob-f7", num_clients=M, heterogeneity="shift", seed=0, dim=2)
-    reference = fp.run(config, objective, seeds=1, base_seed=0).to_dict()
+def test_noise_free_bbob_run_over_flower_is_fp_runs_run(deployment, tmp_path, beside):
+    reference = beside.submit(fp_run, "bbob-f7", dim=2)
     outcome, result = submit(deployment, tmp_path, "bbob", objective="bbob-f7", dim=2)
     assert outcome["ok"], outcome
-    assert_same_run(result, reference)
+    assert_same_run(result, reference.result())
 
 
 def kill_after_step(d: local.Deployment, book: str, step: int, node: int) -> threading.Thread:
@@ -508,13 +528,14 @@ def test_dp_clients_add_the_papers_privacy_noise_to_their_means():
     assert np.array_equal(again, noisy)
 
 
-def test_noisy_runs_over_flower_match_fp_run_in_distribution(request, deployment, tmp_path):
+def test_noisy_runs_over_flower_match_fp_run_in_distribution(request, deployment, tmp_path, beside):
     """Thorough tier: with the clients' own Gaussian noise, the final regret of 20 seeds run over Flower
     side by side (one run of seeds=20: seed indices 0..19) lies within 4 standard errors of fp.run's
     mean over 500 seeds; and its seed 0, server and clients' draws alike, is the one-seed run."""
     if not request.config.getoption("--thorough"):
         pytest.skip("thorough tier (pytest --thorough): 20 seeds over Flower")
     noisy = dict(noise="gaussian:0.5")
+    many = beside.submit(fp_run, "garland", seeds=500, base_seed=1000, **noisy)
     outcome, batch = submit(deployment, tmp_path, "noisy20", seeds=20, **noisy)
     assert outcome["ok"], outcome
     outcome, single = submit(deployment, tmp_path, "noisy1", **noisy)
@@ -524,9 +545,7 @@ def test_noisy_runs_over_flower_match_fp_run_in_distribution(request, deployment
             assert batch["per_seed"][key][0] == single["per_seed"][key][0], key
     # Runs whose noisy decisions coincide pull the same points (regret counts f, not the noise).
     assert len(set(batch["per_seed"]["final_regret"])) > 10
-    config = fp.make_config("fedpne", num_clients=M, horizon=T, noise="gaussian:0.5", sampling="client")
-    objective = objectives.make_objective("garland", num_clients=M, heterogeneity="shift", seed=0)
-    reference = np.asarray(fp.run(config, objective, seeds=500, base_seed=1000).final_regret)
+    reference = np.asarray(many.result()["per_seed"]["final_regret"])
     flower = np.asarray(batch["per_seed"]["final_regret"])
     se = np.sqrt(flower.var(ddof=1) / flower.size + reference.var(ddof=1) / reference.size)
     assert abs(flower.mean() - reference.mean()) < 4 * se, (flower.mean(), reference.mean(), se)
