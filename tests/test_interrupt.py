@@ -284,3 +284,43 @@ def test_a_signal_during_the_wait_for_workers_is_raised_outside_concurrent_futur
     assert pool.interrupted.is_set()
     pool._deferring = True                      # as while stopping: a second signal changes nothing
     pool._on_signal(signal.SIGINT, None)
+
+
+ORPHANED = """
+import sys, time
+from fedpne_jax.experiments import workers
+pool = workers.Workers(1)
+pool._pool.submit(time.sleep, 300)          # a worker busy for minutes, as one computing a study
+while not pool._pool._processes:
+    time.sleep(0.05)
+print(*pool._pool._processes, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_worker_whose_parent_was_killed_exits():
+    """fedpne reproduce killed with SIGKILL (or by the kernel for memory) stops no worker: each ends
+    itself within a few seconds of its parent, instead of finishing its study for no one and then
+    waiting on the pool's queue for good."""
+    parent = subprocess.Popen([sys.executable, "-c", ORPHANED], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": ROOT}, start_new_session=True)
+    try:
+        worker = int(parent.stdout.readline())
+        assert os.path.exists(f"/proc/{worker}")
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _running(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(worker), "the worker outlived its killed parent by 30 s"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(parent.pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

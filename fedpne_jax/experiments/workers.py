@@ -3,7 +3,8 @@
 Studies are independent sweeps into folders of their own, so N spawned processes compute N of them
 at once, with the same numbers (a run's numbers depend on its key alone, and every process compiles
 the same programs).  A worker starts as its parent is set up (host device count, compilation cache
-folder, warnings), and Ctrl-C is left to the parent, which stops every worker (:meth:`Workers.stop`).
+folder, warnings), and Ctrl-C is left to the parent, which stops every worker (:meth:`Workers.stop`);
+a worker whose parent is killed outright ends itself within a second.
 Accelerators, and several processes forming one JAX job, are used whole by one process: there
 ``jobs`` is 1.
 
@@ -13,9 +14,11 @@ section "fedpne reproduce".
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import signal
 import threading
+import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -35,6 +38,7 @@ AUTO = "auto"
 MAX_AUTO = 4
 GRACE_SECONDS = 10.0     # how long a terminated worker may take to die before it is killed
 POLL_SECONDS = 0.2       # how often the wait for workers looks for a signal
+ORPHAN_SECONDS = 1.0     # how often a worker looks for its parent
 _CACHE_OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
 
 
@@ -168,13 +172,15 @@ def _setup() -> dict:
         show = None
     return {"host_devices": host_devices.count_set(), "cpu_devices": jax.config.values["jax_num_cpu_devices"],
             "cache": {k: jax.config.values[k] for k in _CACHE_OPTIONS if jax.config.values[k]},
-            "showwarning": show}
+            "showwarning": show, "parent": os.getpid()}
 
 
 def _start(setup: dict) -> None:
     # The parent answers Ctrl-C (the terminal sends it to every process of the group) and stops
     # the workers with SIGTERM, whose default action ends one at once, even inside a compiled call.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The parent's pid from before the spawn: one killed while this worker was starting is gone already.
+    _exit_with(setup["parent"])
     if setup["host_devices"]:
         host_devices.enable({host_devices.ENV: str(setup["host_devices"])})
     elif setup["cpu_devices"] != -1:
@@ -183,3 +189,14 @@ def _start(setup: dict) -> None:
         jax.config.update(name, value)
     if setup["showwarning"] is not None:
         warnings.showwarning = setup["showwarning"]
+
+
+def _exit_with(parent: int) -> None:
+    """End this worker once ``parent`` has gone (killed with SIGKILL, or by the kernel for memory),
+    which stops no worker: one would finish its study for no one, then wait on the pool's queue for
+    good, since every worker holds that queue's writing end too."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_SECONDS)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="fedpne-parent-watch").start()
