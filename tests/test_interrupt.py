@@ -162,8 +162,12 @@ def test_ctrl_c_keeps_the_finished_seeds(tmp_path):
 # configuration is a call of its own that writes one chunk.  The test signals once a chunk is indexed,
 # and tests/support/hold keeps the command from writing another before the signal: loaded from the
 # suite's cache, the whole command once finished before a poll from a busy machine saw its first index.
+# SIGINT as a terminal's foreground command has it: a test run started in the background of a
+# non-interactive shell (`pytest ... &`) has SIGINT ignored, every process it starts inherits that,
+# and fedpne reproduce, like any Python program, then leaves it ignored.
 TINY_STUDIES = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from fedpne_jax import cli
 from fedpne_jax.paper import studies
 from tests.support.tiny_studies import tiny_studies
@@ -273,11 +277,22 @@ def test_a_signal_during_the_wait_for_workers_is_raised_outside_concurrent_futur
     from fedpne_jax.experiments import workers
     never = Future()
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    with pytest.raises(KeyboardInterrupt) as caught:
-        with workers.Workers(1) as pool:
-            timer.start()
-            started = time.monotonic()
-            list(pool.completed([never]))
+    # Workers answers SIGINT only where it is Python's default (not an ignored or a caller's one), as
+    # in a terminal's foreground command; a test run in a shell's background inherits it ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Should the signal not reach completed(), the wait still ends, and the test fails instead of hanging.
+    ends = threading.Timer(10.0, never.set_result, (None,))
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            with workers.Workers(1) as pool:
+                assert signal.getsignal(signal.SIGINT) == pool._on_signal
+                timer.start()
+                ends.start()
+                started = time.monotonic()
+                list(pool.completed([never]))
+    finally:
+        ends.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 0.3 + 2 * workers.POLL_SECONDS
     frames = [entry.name for entry in caught.traceback]
     assert frames[-1] == "completed", frames
