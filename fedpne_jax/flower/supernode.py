@@ -49,17 +49,25 @@ def _note_messages(module, clock: _Time) -> None:
     module._pull_and_store_message = pull_and_note
 
 
+def cap_pulls(**caps: float) -> None:
+    """Lower the defaults of Flower's pulls of a message's contents (``pull_objects`` and
+    ``pull_and_inflate_object_from_tree``, keyword ``name=seconds``) to at most these, in this
+    process; a default of None (no limit) becomes the cap."""
+    from flwr.supercore.inflatable import inflatable_utils
+    for function in (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree):
+        defaults = function.__kwdefaults__ or {}
+        for name, cap in caps.items():
+            if name in defaults:
+                defaults[name] = cap if defaults[name] is None else min(float(defaults[name]), cap)
+
+
 def quicker_pulls(first: float = 0.02) -> None:
     """Flower's first wait for a message content not yet pushed: ``first`` s instead of 1 s (doubling
     to Flower's cap as before; its limits on tries and time unchanged).  Unless
     FEDPNE_FLOWER_NODE_POLL is 0 or "off"."""
     if os.environ.get("FEDPNE_FLOWER_NODE_POLL", "").strip().lower() in ("0", "off"):
         return
-    from flwr.supercore.inflatable import inflatable_utils
-    for function in (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree):
-        defaults = function.__kwdefaults__
-        if defaults is not None and "initial_backoff" in defaults:
-            defaults["initial_backoff"] = min(float(defaults["initial_backoff"]), first)
+    cap_pulls(initial_backoff=first)
 
 
 def main() -> None:

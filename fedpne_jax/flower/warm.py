@@ -23,7 +23,7 @@ import traceback
 # The ServerApp's module at start-up, so that JAX, the package and the app are imported once per
 # executor, not per run (a ClientApp executor imports the same JAX and package for its app).
 from fedpne_jax.flower import server  # noqa: F401
-from fedpne_jax.flower.supernode import quicker_pulls
+from fedpne_jax.flower.supernode import cap_pulls, quicker_pulls
 
 
 def _parent_watch(parents: list) -> None:
@@ -153,18 +153,6 @@ def _tasks(address: str, insecure: bool, certificates, poll: float, task_type: s
             time.sleep(idle_wait(poll, last))
 
 
-def _bounded_task_pulls(seconds: float = TASK_PULL_SECONDS) -> None:
-    """A ClientApp task's pull of its message gives up after ``seconds`` (TASK_PULL_SECONDS); the
-    task then fails as any other, and the executor asks for the next one."""
-    from flwr.supercore.inflatable import inflatable_utils
-    for function in (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree):
-        defaults = function.__kwdefaults__
-        if defaults is not None and "max_time" in defaults:
-            defaults["max_time"] = seconds
-            # Else one wait of Flower's up to 10 s could come after the time is up.
-            defaults["backoff_cap"] = min(float(defaults.get("backoff_cap", 1.0)), 1.0)
-
-
 def serve(address: str, insecure: bool, root_certificates: str | None, poll: float,
           lock: threading.Lock | None = None) -> None:
     """Run the ClientApp tasks of the SuperNode whose Runtime API is ``address``, one at a time; with
@@ -174,7 +162,10 @@ def serve(address: str, insecure: bool, root_certificates: str | None, poll: flo
     from flwr.supercore.tls import validate_and_resolve_root_certificates
 
     quicker_pulls()
-    _bounded_task_pulls()
+    # A task's pull of its message gives up after TASK_PULL_SECONDS, and the task then fails as any
+    # other; the waits between tries are capped at 1 s, or one of Flower's (up to 10 s) could come
+    # after the time is up.
+    cap_pulls(max_time=TASK_PULL_SECONDS, backoff_cap=1.0)
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
     installed: dict = {}
     load = get_load_client_app_fn(default_app_ref="", app_path=None, multi_app=True)
