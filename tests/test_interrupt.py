@@ -15,6 +15,7 @@ import pytest
 import fedpne_jax as fp
 from fedpne_jax import cli
 from fedpne_jax.experiments import store
+from fedpne_jax.flower.local import alive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOLD = os.path.join(ROOT, "tests", "support", "hold")
@@ -325,17 +326,9 @@ def test_a_worker_whose_parent_was_killed_exits():
         parent.kill()
         parent.wait()
         deadline = time.monotonic() + 30
-        while _running(worker) and time.monotonic() < deadline:
+        while alive(worker) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _running(worker), "the worker outlived its killed parent by 30 s"
+        assert not alive(worker), "the worker outlived its killed parent by 30 s"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

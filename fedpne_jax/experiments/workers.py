@@ -98,8 +98,7 @@ class Workers:
         while pending:
             self._deferring = True
             try:
-                if not self.interrupted.is_set():
-                    done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+                done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
             finally:
                 self._deferring = False
             if self.interrupted.is_set():

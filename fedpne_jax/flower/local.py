@@ -300,8 +300,8 @@ class Deployment:
         group = range(first, min(self.clients, first + self.nodes_per_executor))
         name = f"executor-group-{group[0]}"
         running = name in self.processes and self.processes[name].poll() is None
-        if running and not any(self.processes[f"supernode-{j}"].poll() is None for j in group if j != i
-                               and f"supernode-{j}" in self.processes):
+        others = [self.processes.get(f"supernode-{j}") for j in group if j != i]
+        if running and not any(node is not None and node.poll() is None for node in others):
             # Every other SuperNode of the group is stopped too: the executor is exiting (it watches
             # its SuperNodes' processes) and could do so after this one has started, leaving it
             # unserved, so it is stopped now and a new one started.
