@@ -476,6 +476,36 @@ def test_check_reply_refuses_a_missing_key_and_an_error():
     assert means.tolist() == [0, 1, 2, 3]
 
 
+def test_a_supernode_pushes_replies_until_the_pulled_message_is_answered():
+    """A reply to a message the SuperNode gave up on (its run stopped as it came in) does not stand in
+    for the next message's: the loop pushes on until that message's own reply has gone (Flower's
+    own loop stops after the first reply, and the next run's hello then waited for another message)."""
+    from types import SimpleNamespace
+
+    from fedpne_jax.flower import supernode
+
+    def message(mid, reply_to=""):
+        return SimpleNamespace(metadata=SimpleNamespace(message_id=mid, reply_to_message_id=reply_to))
+    waiting = [message("r0", reply_to="given-up")]      # the executor's answer to the given-up message
+    sent: list = []
+
+    def pull_and_store(*, receive, state):
+        got = receive()
+        return None if got is None else 7
+
+    def push_messages(*, send, state):                  # Flower's: waits for replies, pushes all it has
+        replies, waiting[:] = list(waiting), [message("r1", reply_to="m1")]
+        for reply in replies:
+            send(reply, None, 0.0)
+
+    loop = SimpleNamespace(_pull_and_store_message=pull_and_store, _push_messages=push_messages)
+    supernode.answer_each_message(loop)
+    assert loop._pull_and_store_message(receive=lambda: (message("m1"), None), state=None) == 7
+    loop._push_messages(send=lambda reply, tree, timeout: sent.append(reply.metadata.reply_to_message_id),
+                        state=None)
+    assert sent == ["given-up", "m1"]
+
+
 def test_message_type_and_hello_round_trip():
     content = wire.query_content("run", 0, wire.EVALUATE, 2, np.ones((3, 2), np.float32), np.array([1, 2, 3]))
     header, points, counts = wire.read_query(_reply(content))

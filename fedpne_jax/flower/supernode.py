@@ -1,7 +1,7 @@
 """``python -m fedpne_jax.flower.supernode [flower-supernode options]``: Flower's SuperNode with a
-shorter idle poll.
+shorter idle poll, and each message answered by its own reply (:func:`answer_each_message`).
 
-It runs ``flower-supernode`` unchanged except that its idle waits last at most
+It runs ``flower-supernode`` unchanged except for that and that its idle waits last at most
 ``FEDPNE_FLOWER_NODE_POLL`` seconds (default 0.1; 0 or "off" keeps Flower's own), lengthening with
 the time since the last message.  ``fedpne flower local`` starts its SuperNodes this way.
 :func:`quicker_pulls` (also called by the ServerApp and the warm ClientApp executor) shortens
@@ -49,6 +49,38 @@ def _note_messages(module, clock: _Time) -> None:
     module._pull_and_store_message = pull_and_note
 
 
+def answer_each_message(module) -> None:
+    """Make the SuperNode's loop (``module``: Flower's ``start_client_internal``) push replies after
+    each message it pulls until that message's own reply is among them.
+
+    Flower 1.42 pushes until it has pushed a reply, any one.  A message whose run stops while the
+    SuperNode takes it in (a RunNotRunningException after its task was created) is given up by the
+    SuperNode but can still be answered by the executor that took its task.  That stale reply then
+    stood in for the next message's, whose own reply waited for yet another message: the next run's
+    hello went unanswered for good."""
+    pull, push = module._pull_and_store_message, module._push_messages
+    current: dict = {}
+
+    def pull_and_note(*args, receive, **kwargs):
+        def receive_and_note(*a, **k):
+            got = receive(*a, **k)
+            current["id"] = None if got is None else got[0].metadata.message_id
+            return got
+        return pull(*args, receive=receive_and_note, **kwargs)
+
+    def push_until_answered(*args, send, **kwargs):
+        answered: set = set()
+
+        def send_and_note(message, *a, **k):
+            answered.add(message.metadata.reply_to_message_id)
+            return send(message, *a, **k)
+        while True:
+            push(*args, send=send_and_note, **kwargs)
+            if current.get("id") is None or current["id"] in answered:
+                return
+    module._pull_and_store_message, module._push_messages = pull_and_note, push_until_answered
+
+
 def cap_pulls(**caps: float) -> None:
     """Lower the defaults of Flower's pulls of a message's contents (``pull_objects`` and
     ``pull_and_inflate_object_from_tree``, keyword ``name=seconds``) to at most these, in this
@@ -74,6 +106,7 @@ def main() -> None:
     from flwr.supernode import start_client_internal
     from flwr.supernode.cli import flower_supernode
     raw = os.environ.get("FEDPNE_FLOWER_NODE_POLL", "0.1").strip().lower()
+    answer_each_message(start_client_internal)
     if raw not in ("0", "off", ""):
         clock = _Time(float(raw))
         start_client_internal.time = clock
