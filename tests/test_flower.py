@@ -14,18 +14,21 @@ and SuperNodes as real processes on localhost, every one of them stopped by the 
 * the reply checks by themselves (another run or step, a missing key, an error).
 
 The sampler: Fed-PNE's stepper is exact against fp.run with sampling='client' (its steps' docstring).
+The fp.run references and the command line's own deployment run beside the other tests at the lowest
+CPU priority, and fill the time the shared deployment's runs wait (beside, cli_beside).
 """
 from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
@@ -57,22 +60,51 @@ def fp_run(objective: str, seeds: int = 1, base_seed: int = 0, noise: str = "non
     return fp.run(config, built, seeds=seeds, base_seed=base_seed).to_dict()
 
 
-@pytest.fixture(scope="module")
-def beside():
-    """A thread for the tests' own fp.run references: they compile while a deployment's processes
-    start and its runs wait on the wire, instead of before or after them."""
-    with ThreadPoolExecutor(1, thread_name_prefix="reference") as pool:
-        yield pool
+NOISY = "gaussian:0.5"
+# The references fp.run computes for the tests (beside), by the test that needs each.
+REFERENCES = {
+    "test_noise_free_run_over_flower_is_fp_runs_run": ("garland", {}),
+    "test_noise_free_bbob_run_over_flower_is_fp_runs_run": ("bbob", {"objective": "bbob-f7", "dim": 2}),
+    "test_noisy_runs_over_flower_match_fp_run_in_distribution":
+        ("noisy", {"objective": "garland", "seeds": 500, "base_seed": 1000, "noise": NOISY}),
+}
+
+
+def selected(request, name: str) -> bool:
+    """Whether this session runs the test function ``name``: collected, not deselected, and not skipped
+    by its tier (tests/conftest.py marks those)."""
+    return any(item.originalname == name and not item.get_closest_marker("skip") for item in request.session.items)
+
+
+def _low_priority() -> None:
+    """The reference process's start: the lowest CPU priority (the threads XLA starts later inherit
+    it) and the suite's compilation cache (its folder is in the environment)."""
+    os.nice(19)
+    from fedpne_jax.core import compile_cache
+    compile_cache.enable()
 
 
 @pytest.fixture(scope="module")
-def reference_soon(beside):
-    return beside.submit(fp_run, "garland")
+def beside(request):
+    """{name: future} of the tests' own fp.run references, computed one after another in a process of
+    the lowest CPU priority from the module's start: they compile in the CPU time the deployments
+    leave idle (runs waiting on the wire, the fault tests waiting for a lost client) instead of
+    beside a deployment's start or before a test's run."""
+    context = multiprocessing.get_context("spawn")       # not fork: this process runs JAX's threads
+    with ProcessPoolExecutor(1, mp_context=context, initializer=_low_priority) as pool:
+        soon = {}
+        for test, (name, options) in REFERENCES.items():
+            if name == "garland" or selected(request, test):
+                options = dict(options)
+                soon[name] = pool.submit(fp_run, options.pop("objective", "garland"), **options)
+        yield soon
+        for future in soon.values():
+            future.cancel()
 
 
 @pytest.fixture(scope="module")
-def reference(reference_soon):
-    return reference_soon.result()
+def reference(beside):
+    return beside["garland"].result()
 
 
 def assert_same_run(data: dict, reference: dict) -> None:
@@ -91,7 +123,7 @@ def xla_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory, xla_cache, reference_soon):
+def deployment(tmp_path_factory, xla_cache, beside):
     """One SuperLink and M SuperNodes for every test that submits runs to a running deployment; a test
     that kills a SuperNode starts it again.  SuperNodes 0 and 1 share one warm ClientApp executor,
     SuperNode 2 has its own (nodes_per_executor=2), so the fault tests kill both kinds.  Every
@@ -133,23 +165,51 @@ def submit(d: local.Deployment, tmp_path, name: str, timeout: float = 600, on_li
     return outcome, result
 
 
-def run_cli(tmp_path, *extra, env=None) -> tuple:
+def start_cli(tmp_path, *extra, env=None, low_priority: bool = False) -> tuple:
+    """(process, result path, working folder) of ``fedpne flower local`` on PROBLEM, started; its
+    output goes to files in ``tmp_path`` (a pipe nobody reads could fill and stop it)."""
     workdir = tmp_path / "work"
     out = tmp_path / "run.json"
     command = [sys.executable, "-m", "fedpne_jax", "flower", "local", "--clients", str(M), "--heterogeneity",
                "shift", "--horizon", str(T), "--noise", "none", "--sampling", "client", "--output", str(out),
                "--state", str(tmp_path / "state.fpne"), "--workdir", str(workdir), *extra]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    if low_priority:
+        command = ["nice", "-n", "19", *command]       # and so every process it starts
+    with open(tmp_path / "stdout.txt", "w") as stdout, open(tmp_path / "stderr.txt", "w") as stderr:
+        proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env={**os.environ, **(env or {})})
+    return proc, out, str(workdir)
+
+
+def finish_cli(proc: subprocess.Popen, tmp_path, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Wait for ``start_cli``'s command.  A test stopped meanwhile (timeout, Ctrl-C) interrupts it as a
+    user would, so that it stops its processes (a KILL would leave them)."""
     try:
-        stdout, stderr = proc.communicate(timeout=900)
+        proc.wait(timeout=timeout)
     except BaseException:
-        # A test stopped (timeout, Ctrl-C): the command is interrupted as a user would, so that it
-        # stops its processes (subprocess.run would KILL it, leaving them).
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=120)
         raise
-    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr), out, str(workdir)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, (tmp_path / "stdout.txt").read_text(),
+                                       (tmp_path / "stderr.txt").read_text())
+
+
+@pytest.fixture(scope="module")
+def cli_beside(request, tmp_path_factory, xla_cache):
+    """``fedpne flower local --tls --auth`` (its own SuperLink, SuperNodes and certificates), started
+    after the shared deployment's first run (plain) at the lowest CPU priority, as the module's
+    references are (beside); its test is the module's last and waits for it.  None when that test
+    does not run."""
+    if not selected(request, "test_fedpne_flower_local_over_tls_with_auth_is_the_same_run_and_leaves_no_process"):
+        yield None
+        return
+    tmp_path = tmp_path_factory.mktemp("cli")
+    proc, out, workdir = start_cli(tmp_path, "--tls", "--auth", "--nodes-per-executor", str(M), env=xla_cache,
+                                   low_priority=True)
+    yield proc, out, workdir, tmp_path
+    if proc.poll() is None:             # its test did not wait for it (stopped, or failed before)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
 
 
 def assert_wire(data: dict, reference: dict) -> None:
@@ -160,9 +220,12 @@ def assert_wire(data: dict, reference: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def plain(deployment, tmp_path_factory):
-    """(status, result) of the noise-free run on the module's deployment."""
-    return submit(deployment, tmp_path_factory.mktemp("plain"), "plain")
+def plain(request, deployment, tmp_path_factory):
+    """(status, result) of the noise-free run on the module's deployment.  The command line's run
+    (cli_beside) starts once it is over: its exchanges set the fault tests' timeout (loss_timeout)."""
+    done = submit(deployment, tmp_path_factory.mktemp("plain"), "plain")
+    request.getfixturevalue("cli_beside")
+    return done
 
 
 @pytest.fixture(scope="module")
@@ -178,21 +241,6 @@ def test_noise_free_run_over_flower_is_fp_runs_run(plain, reference):
     assert outcome["ok"], outcome
     assert_same_run(result, reference)
     assert_wire(result, reference)
-
-
-def test_fedpne_flower_local_over_tls_with_auth_is_the_same_run_and_leaves_no_process(tmp_path, reference,
-                                                                                       xla_cache):
-    """The command a user runs, end to end: its own SuperLink and SuperNodes, over TLS with certificates
-    made for the run and SuperNode authentication on, its three SuperNodes' ClientApps in one warm
-    executor; every process it started is gone at its end."""
-    done, out, workdir = run_cli(tmp_path, "--tls", "--auth", "--nodes-per-executor", str(M), env=xla_cache)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    data = json.loads(out.read_text())
-    assert_same_run(data, reference)
-    assert_wire(data, reference)
-    assert os.path.exists(os.path.join(workdir, "ca.crt"))
-    assert all(os.path.exists(os.path.join(workdir, f"supernode-{i}.key.pub")) for i in range(M))
-    assert processes_in(workdir) == []
 
 
 def joined(d: local.Deployment, i: int, timeout: float = 300) -> None:
@@ -274,10 +322,9 @@ def test_a_malformed_reply_is_refused_naming_the_client(deployment, tmp_path, fu
 
 
 def test_noise_free_bbob_run_over_flower_is_fp_runs_run(deployment, tmp_path, beside):
-    reference = beside.submit(fp_run, "bbob-f7", dim=2)
     outcome, result = submit(deployment, tmp_path, "bbob", objective="bbob-f7", dim=2)
     assert outcome["ok"], outcome
-    assert_same_run(result, reference.result())
+    assert_same_run(result, beside["bbob"].result())
 
 
 def kill_after_step(d: local.Deployment, book: str, step: int, node: int) -> threading.Thread:
@@ -564,8 +611,7 @@ def test_noisy_runs_over_flower_match_fp_run_in_distribution(request, deployment
     mean over 500 seeds; and its seed 0, server and clients' draws alike, is the one-seed run."""
     if not request.config.getoption("--thorough"):
         pytest.skip("thorough tier (pytest --thorough): 20 seeds over Flower")
-    noisy = dict(noise="gaussian:0.5")
-    many = beside.submit(fp_run, "garland", seeds=500, base_seed=1000, **noisy)
+    noisy = dict(noise=NOISY)
     outcome, batch = submit(deployment, tmp_path, "noisy20", seeds=20, **noisy)
     assert outcome["ok"], outcome
     outcome, single = submit(deployment, tmp_path, "noisy1", **noisy)
@@ -575,7 +621,23 @@ def test_noisy_runs_over_flower_match_fp_run_in_distribution(request, deployment
             assert batch["per_seed"][key][0] == single["per_seed"][key][0], key
     # Runs whose noisy decisions coincide pull the same points (regret counts f, not the noise).
     assert len(set(batch["per_seed"]["final_regret"])) > 10
-    reference = np.asarray(many.result()["per_seed"]["final_regret"])
+    reference = np.asarray(beside["noisy"].result()["per_seed"]["final_regret"])
     flower = np.asarray(batch["per_seed"]["final_regret"])
     se = np.sqrt(flower.var(ddof=1) / flower.size + reference.var(ddof=1) / reference.size)
     assert abs(flower.mean() - reference.mean()) < 4 * se, (flower.mean(), reference.mean(), se)
+
+
+def test_fedpne_flower_local_over_tls_with_auth_is_the_same_run_and_leaves_no_process(cli_beside, reference):
+    """The command a user runs, end to end: its own SuperLink and SuperNodes, over TLS with certificates
+    made for the run and SuperNode authentication on, its three SuperNodes' ClientApps in one warm
+    executor; every process it started is gone at its end.  It runs beside the module's other tests
+    (cli_beside), so this test is the module's last."""
+    proc, out, workdir, tmp_path = cli_beside
+    done = finish_cli(proc, tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert_same_run(data, reference)
+    assert_wire(data, reference)
+    assert os.path.exists(os.path.join(workdir, "ca.crt"))
+    assert all(os.path.exists(os.path.join(workdir, f"supernode-{i}.key.pub")) for i in range(M))
+    assert processes_in(workdir) == []

@@ -64,9 +64,9 @@ def idle_wait(poll: float, last: float, longest: float = 0.25) -> float:
 # ASK_RETRY_SECONDS apart, so a restarted SuperNode is served at once.
 TASK_RETRY_SECONDS = 60.0
 ASK_RETRY_SECONDS = 1
-# A task's message is whole in its SuperNode before the task is offered, so an object that stays
-# unavailable was deleted with its stopped run; Flower would retry for two hours (PULL_MAX_TIME),
-# holding up every later task of that SuperNode.
+# A SuperNode offers a task before it has fetched the message's contents from the SuperLink, so a
+# pull waits for that fetch; a stopped run's contents never come, and Flower would retry for two
+# hours (PULL_MAX_TIME), holding up every later task of that SuperNode.
 TASK_PULL_SECONDS = 10.0
 
 
