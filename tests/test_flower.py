@@ -173,8 +173,9 @@ def start_cli(tmp_path, *extra, env=None, low_priority: bool = False) -> tuple:
     command = [sys.executable, "-m", "fedpne_jax", "flower", "local", "--clients", str(M), "--heterogeneity",
                "shift", "--horizon", str(T), "--noise", "none", "--sampling", "client", "--output", str(out),
                "--state", str(tmp_path / "state.fpne"), "--workdir", str(workdir), *extra]
-    if low_priority:
-        command = ["nice", "-n", "19", *command]       # and so every process it starts
+    if low_priority:                                   # and so every process it starts
+        command = [sys.executable, "-c", "import os, sys; os.nice(19); os.execv(sys.argv[1], sys.argv[1:])",
+                   *command]
     with open(tmp_path / "stdout.txt", "w") as stdout, open(tmp_path / "stderr.txt", "w") as stderr:
         proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env={**os.environ, **(env or {})})
     return proc, out, str(workdir)
