@@ -459,6 +459,34 @@ def _reply(content=None, error=None):
                                                                                             error=error)
 
 
+def test_an_exchange_of_a_stopped_run_raises_the_stop_not_lost_clients():
+    """A stopped run's messages come back as MESSAGE_UNAVAILABLE errors, which read like lost clients;
+    the exchange asks the SuperLink, which refuses a stopped run's requests, and so raises the stop.
+    With the run still running, the same errors are the clients that did not answer."""
+    from flwr.supercore.run import RunNotRunningException
+
+    from fedpne_jax.flower import server
+
+    class Grid:
+        def __init__(self, running):
+            self.running = running
+
+        def push_messages(self, messages):
+            return ["x"] * len(messages)
+
+        def pull_messages(self, ids):
+            return [_reply(error=Error(code=3, reason="Message unavailable"))]
+
+        def get_node_ids(self):
+            if not self.running:
+                raise RunNotRunningException
+            return [7]
+    with pytest.raises(RunNotRunningException):
+        server.exchange(Grid(running=False), {0: None}, timeout=5.0, poll=0.01)
+    replies, missing = server.exchange(Grid(running=True), {0: None}, timeout=5.0, poll=0.01)
+    assert list(replies) == [0] and replies[0].error.code in server.LOST and missing == []
+
+
 def _npy(array) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=True)

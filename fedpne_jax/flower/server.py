@@ -226,7 +226,8 @@ def wire_summary(book: dict, opt, M: int, seconds: float) -> dict:
 
 def exchange(grid: Grid, messages: dict, timeout: float, poll: float) -> tuple[dict, list]:
     """Send {partition: message}; the replies that came within ``timeout`` and the partitions that
-    did not answer.  (Grid.send_and_receive sleeps 3 s between pulls; this pulls every ``poll``.)"""
+    did not answer, or RunNotRunningException when the run was stopped meanwhile.
+    (Grid.send_and_receive sleeps 3 s between pulls; this pulls every ``poll``.)"""
     order = list(messages)
     ids = list(grid.push_messages([messages[m] for m in order]))
     pending = {mid: m for mid, m in zip(ids, order) if mid}
@@ -242,6 +243,11 @@ def exchange(grid: Grid, messages: dict, timeout: float, poll: float) -> tuple[d
         if not pending or time.time() > deadline:
             break
         time.sleep(backoff(poll, started))
+    if missing or pending or any(r.has_error() and r.error.code in LOST for r in replies.values()):
+        # A run stopped at the SuperLink gets its pending messages back as errors that read as lost
+        # clients; a request of the stopped run's task is refused instead (its token is revoked), and
+        # raises RunNotRunningException, so the stop is reported as a stop.
+        grid.get_node_ids()
     return replies, missing + sorted(pending.values())
 
 
