@@ -565,7 +565,7 @@ def test_a_supernode_pushes_replies_until_the_pulled_message_is_answered():
     waiting = [message("r0", reply_to="given-up")]      # the executor's answer to the given-up message
     sent: list = []
 
-    def pull_and_store(*, receive, state):
+    def pull_and_store(*, receive, state, object_store):
         got = receive()
         return None if got is None else 7
 
@@ -576,10 +576,52 @@ def test_a_supernode_pushes_replies_until_the_pulled_message_is_answered():
 
     loop = SimpleNamespace(_pull_and_store_message=pull_and_store, _push_messages=push_messages)
     supernode.answer_each_message(loop)
-    assert loop._pull_and_store_message(receive=lambda: (message("m1"), None), state=None) == 7
+    assert loop._pull_and_store_message(receive=lambda: (message("m1"), None), state=None, object_store=None) == 7
     loop._push_messages(send=lambda reply, tree, timeout: sent.append(reply.metadata.reply_to_message_id),
                         state=None)
     assert sent == ["given-up", "m1"]
+
+
+def test_a_message_the_supernode_gives_up_is_forgotten_with_its_tasks():
+    """A message pulled and then given up (its run stopped as it came in: Flower's loop returns no run)
+    is deleted with its contents, and its run's unfinished tasks are finished, so that no executor
+    waits for its contents or answers it; a message taken in is left alone."""
+    from types import SimpleNamespace
+
+    from flwr.common.constant import Status, SubStatus
+    from flwr.supercore.object_store.in_memory_object_store import InMemoryObjectStore
+    from flwr.supernode.nodestate.in_memory_nodestate import InMemoryNodeState
+
+    from fedpne_jax.flower import supernode
+
+    class Store(InMemoryObjectStore):
+        def __init__(self):
+            super().__init__()
+            self.deleted: list = []
+
+        def delete(self, object_id):
+            self.deleted.append(object_id)
+            super().delete(object_id)
+    store = Store()
+    state = InMemoryNodeState(store)
+    pending = state.create_task(task_type="clientapp", run_id=5, fab_hash="f")
+    other = state.create_task(task_type="clientapp", run_id=6, fab_hash="f")
+    given_up = SimpleNamespace(metadata=SimpleNamespace(message_id="m5", run_id=5))
+    runs = iter([None, 6])                              # given up, then taken in
+
+    def pull_and_store(*, receive, state, object_store):
+        receive()
+        return next(runs)
+
+    loop = SimpleNamespace(_pull_and_store_message=pull_and_store, _push_messages=None)
+    supernode.answer_each_message(loop)
+    assert loop._pull_and_store_message(receive=lambda: (given_up, None), state=state, object_store=store) is None
+    assert store.deleted == ["m5"]
+    (task,) = state.get_tasks(task_ids=[pending])
+    assert task.status.status == Status.FINISHED and task.status.sub_status == SubStatus.STOPPED
+    assert loop._pull_and_store_message(receive=lambda: (given_up, None), state=state, object_store=store) == 6
+    assert store.deleted == ["m5"]
+    assert state.get_tasks(task_ids=[other])[0].status.status == Status.PENDING
 
 
 def test_message_type_and_hello_round_trip():

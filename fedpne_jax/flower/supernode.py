@@ -57,16 +57,21 @@ def answer_each_message(module) -> None:
     SuperNode takes it in (a RunNotRunningException after its task was created) is given up by the
     SuperNode but can still be answered by the executor that took its task.  That stale reply then
     stood in for the next message's, whose own reply waited for yet another message: the next run's
-    hello went unanswered for good."""
+    hello went unanswered for good.  A message given up is also forgotten (:func:`forget`)."""
     pull, push = module._pull_and_store_message, module._push_messages
     current: dict = {}
 
-    def pull_and_note(*args, receive, **kwargs):
+    def pull_and_note(*args, receive, state, object_store, **kwargs):
+        got: list = []
+
         def receive_and_note(*a, **k):
-            got = receive(*a, **k)
-            current["id"] = None if got is None else got[0].metadata.message_id
-            return got
-        return pull(*args, receive=receive_and_note, **kwargs)
+            got[:] = [receive(*a, **k)]
+            current["id"] = None if got[0] is None else got[0][0].metadata.message_id
+            return got[0]
+        run_id = pull(*args, receive=receive_and_note, state=state, object_store=object_store, **kwargs)
+        if run_id is None and got and got[0] is not None:
+            forget(got[0][0], state, object_store)
+        return run_id
 
     def push_until_answered(*args, send, **kwargs):
         answered: set = set()
@@ -79,6 +84,19 @@ def answer_each_message(module) -> None:
             if current.get("id") is None or current["id"] in answered:
                 return
     module._pull_and_store_message, module._push_messages = pull_and_note, push_until_answered
+
+
+def forget(message, state, object_store) -> None:
+    """Delete a message the SuperNode pulled and then gave up, with its contents, and finish its run's
+    unfinished tasks.  Flower 1.42 leaves them when the run stops as the message comes in: the
+    executor that took the task asked for contents that never came until its pull's time limit
+    (fedpne_jax.flower.warm), or answered it with a reply no one waited for."""
+    from flwr.common.constant import Status, SubStatus
+    state.delete_messages(message_ids=[message.metadata.message_id])
+    object_store.delete(message.metadata.message_id)
+    unfinished = (Status.PENDING, Status.STARTING, Status.RUNNING)
+    for task in state.get_tasks(run_ids=[message.metadata.run_id], statuses=unfinished):
+        state.finish_task(task.task_id, sub_status=SubStatus.STOPPED, details="its run was stopped")
 
 
 def cap_pulls(**caps: float) -> None:
