@@ -487,6 +487,30 @@ def test_an_exchange_of_a_stopped_run_raises_the_stop_not_lost_clients():
     assert list(replies) == [0] and replies[0].error.code in server.LOST and missing == []
 
 
+@pytest.mark.parametrize("running", [False, True])
+def test_a_run_that_fails_once_stopped_reports_the_stop(tmp_path, running):
+    """A stop reaches a run as whatever its next request meets (a push refused mid-object, for one);
+    the ServerApp's status says the run was stopped when the SuperLink refuses the stopped run's
+    request, and gives the error itself otherwise."""
+    from types import SimpleNamespace
+
+    from flwr.supercore.run import RunNotRunningException
+
+    from fedpne_jax.flower import server
+
+    class Grid:
+        def get_node_ids(self):
+            if not running:
+                raise RunNotRunningException
+            return [7]
+    status = tmp_path / "status.json"
+    context = SimpleNamespace(run_config={"status": str(status), "horizn": 5})      # fails in serve
+    with pytest.raises(ValueError, match="unknown key"):
+        server.main(Grid(), context)
+    message = json.loads(status.read_text())["message"]
+    assert ("stopped at the SuperLink" in message) == (not running) and ("unknown key" in message) == running
+
+
 def _npy(array) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=True)

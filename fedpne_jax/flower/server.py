@@ -53,7 +53,7 @@ def main(grid: Grid, context: Context) -> None:
     try:
         serve(grid, run_config)
     except BaseException as err:
-        if isinstance(err, RunNotRunningException):
+        if isinstance(err, RunNotRunningException) or (isinstance(err, Exception) and stopped_at_superlink(grid)):
             message = "the run was stopped at the SuperLink (flwr stop, or a timeout); its state is kept"
         else:
             message = str(err) if isinstance(err, (RunStopped, ValueError)) else f"{type(err).__name__}: {err}"
@@ -63,6 +63,19 @@ def main(grid: Grid, context: Context) -> None:
         raise
     if status:
         write_json_atomic(status, {"ok": True, "message": "done"})
+
+
+def stopped_at_superlink(grid: Grid) -> bool:
+    """Whether the run was stopped at the SuperLink.  A stop reaches a run as whatever its next request
+    meets (a push refused mid-object, its messages returned as errors, RunNotRunningException); a
+    request of the stopped run's task is refused, which tells them apart."""
+    try:
+        grid.get_node_ids()
+    except RunNotRunningException:
+        return True
+    except Exception:       # noqa: BLE001 -- the SuperLink unreachable: not known to be a stop
+        return False
+    return False
 
 
 _SPACES: dict = {}
