@@ -14,8 +14,8 @@ and SuperNodes as real processes on localhost, every one of them stopped by the 
 * the reply checks by themselves (another run or step, a missing key, an error).
 
 The sampler: Fed-PNE's stepper is exact against fp.run with sampling='client' (its steps' docstring).
-The fp.run references and the command line's own deployment run beside the other tests at the lowest
-CPU priority, and fill the time the shared deployment's runs wait (beside, cli_beside).
+The fp.run references and the command line's own deployment run beside the other tests at a low CPU
+priority, and fill the time the shared deployment's runs wait (beside, cli_beside).
 """
 from __future__ import annotations
 
@@ -50,6 +50,10 @@ PROBLEM = {"algorithm": "fedpne", "objective": "garland", "heterogeneity": "shif
 # so the fault tests give LOSS_MARGIN times the slowest exchange of the module's noise-free run on the
 # same deployment (after its first step, where the clients compile), and at least LOSS_FLOOR seconds.
 LOSS_MARGIN, LOSS_FLOOR = 8.0, 3.0
+# The niceness of the work done beside the runs under test: theirs comes first, but beside a busy
+# process (CI's other worker) a process at 10 still gets about a tenth of a core, where one at 19
+# gets about 1.5 % and a run's clients could wait minutes for each step.
+BESIDE_NICE = 10
 COMPARED = ("final_regret", "phases", "uploads", "depth", "recommendation", "curves", "simple_regret")
 
 
@@ -77,9 +81,9 @@ def selected(request, name: str) -> bool:
 
 
 def _low_priority() -> None:
-    """The reference process's start: the lowest CPU priority (the threads XLA starts later inherit
-    it) and the suite's compilation cache (its folder is in the environment)."""
-    os.nice(19)
+    """The reference process's start: a low CPU priority (the threads XLA starts later inherit it) and
+    the suite's compilation cache (its folder is in the environment)."""
+    os.nice(BESIDE_NICE)
     from fedpne_jax.core import compile_cache
     compile_cache.enable()
 
@@ -87,7 +91,7 @@ def _low_priority() -> None:
 @pytest.fixture(scope="module")
 def beside(request):
     """{name: future} of the tests' own fp.run references, computed one after another in a process of
-    the lowest CPU priority from the module's start: they compile in the CPU time the deployments
+    a low CPU priority (BESIDE_NICE) from the module's start: they compile in the CPU time the deployments
     leave idle (runs waiting on the wire, the fault tests waiting for a lost client) instead of
     beside a deployment's start or before a test's run."""
     context = multiprocessing.get_context("spawn")       # not fork: this process runs JAX's threads
@@ -174,7 +178,7 @@ def start_cli(tmp_path, *extra, env=None, low_priority: bool = False) -> tuple:
                "shift", "--horizon", str(T), "--noise", "none", "--sampling", "client", "--output", str(out),
                "--state", str(tmp_path / "state.fpne"), "--workdir", str(workdir), *extra]
     if low_priority:                                   # and so every process it starts
-        command = [sys.executable, "-c", "import os, sys; os.nice(19); os.execv(sys.argv[1], sys.argv[1:])",
+        command = [sys.executable, "-c", f"import os, sys; os.nice({BESIDE_NICE}); os.execv(sys.argv[1], sys.argv[1:])",
                    *command]
     with open(tmp_path / "stdout.txt", "w") as stdout, open(tmp_path / "stderr.txt", "w") as stderr:
         proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env={**os.environ, **(env or {})})
@@ -198,7 +202,7 @@ def finish_cli(proc: subprocess.Popen, tmp_path, timeout: float = 900) -> subpro
 @pytest.fixture(scope="module")
 def cli_beside(request, tmp_path_factory, xla_cache):
     """``fedpne flower local --tls --auth`` (its own SuperLink, SuperNodes and certificates), started
-    after the shared deployment's first run (plain) at the lowest CPU priority, as the module's
+    after the shared deployment's first run (plain) at a low CPU priority, as the module's
     references are (beside); its test is the module's last and waits for it.  None when that test
     does not run."""
     if not selected(request, "test_fedpne_flower_local_over_tls_with_auth_is_the_same_run_and_leaves_no_process"):
