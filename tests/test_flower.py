@@ -580,40 +580,90 @@ def test_check_reply_refuses_a_missing_key_and_an_error():
     assert means.tolist() == [0, 1, 2, 3]
 
 
-def test_a_supernode_pushes_replies_until_the_pulled_message_is_answered():
-    """A reply to a message the SuperNode gave up on (its run stopped as it came in) does not stand in
-    for the next message's: the loop pushes on until that message's own reply has gone (Flower's
-    own loop stops after the first reply, and the next run's hello then waited for another message)."""
+class _LoopState:
+    """A SuperNode's NodeState for the loop tests: tasks by id, and the replies each fetch returns in turn."""
+
+    def __init__(self, *batches):
+        self.batches, self.tasks, self.done = list(batches), 0, set()
+
+    def create_task(self, **kwargs):
+        self.tasks += 1
+        return self.tasks
+
+    def get_tasks(self, *, task_ids):
+        from types import SimpleNamespace
+        return [SimpleNamespace(status=SimpleNamespace(status="finished" if t in self.done else "running"))
+                for t in task_ids]
+
+    def get_messages_legacy(self, *, is_reply):
+        return self.batches.pop(0) if self.batches else []
+
+
+def _loop(state):
+    """Flower's SuperNode loop functions as stubs, wrapped by supernode.answer_each_message: the pull
+    takes in message m<task>; the push waits for replies (three tries, then fails) and sends them all."""
     from types import SimpleNamespace
 
     from fedpne_jax.flower import supernode
-
-    def message(mid, reply_to=""):
-        return SimpleNamespace(metadata=SimpleNamespace(message_id=mid, reply_to_message_id=reply_to))
-    waiting = [message("r0", reply_to="given-up")]      # the executor's answer to the given-up message
     sent: list = []
 
     def pull_and_store(*, receive, state, object_store):
-        got = receive()
-        return None if got is None else 7
+        receive()
+        state.create_task(task_type="clientapp", run_id=7)
+        return 7
 
-    def push_messages(*, send, state):                  # Flower's: waits for replies, pushes all it has
-        replies, waiting[:] = list(waiting), [message("r1", reply_to="m1")]
+    def push_messages(*, send, state):
+        for _ in range(3):
+            replies = state.get_messages_legacy(is_reply=True)
+            if replies:
+                break
+        else:
+            raise AssertionError("waited for a reply that never came")
         for reply in replies:
             send(reply, None, 0.0)
 
     loop = SimpleNamespace(_pull_and_store_message=pull_and_store, _push_messages=push_messages)
     supernode.answer_each_message(loop)
-    assert loop._pull_and_store_message(receive=lambda: (message("m1"), None), state=None, object_store=None) == 7
-    loop._push_messages(send=lambda reply, tree, timeout: sent.append(reply.metadata.reply_to_message_id),
-                        state=None)
+
+    def step(message_id):
+        meta = SimpleNamespace(message_id=message_id, run_id=7)
+        assert loop._pull_and_store_message(receive=lambda: (SimpleNamespace(metadata=meta), None), state=state,
+                                            object_store=None) == 7
+        loop._push_messages(send=lambda reply, tree, timeout: sent.append(reply.metadata.reply_to_message_id),
+                            state=state)
+    return step, sent
+
+
+def _reply_to(message_id):
+    from types import SimpleNamespace
+    return SimpleNamespace(metadata=SimpleNamespace(reply_to_message_id=message_id))
+
+
+def test_a_supernode_pushes_replies_until_the_pulled_message_is_answered():
+    """A reply to a message the SuperNode gave up on (its run stopped as it came in) does not stand in
+    for the next message's: the loop pushes on until that message's own reply has gone (Flower's
+    own loop stops after the first reply, and the next run's hello then waited for another message)."""
+    step, sent = _loop(_LoopState([_reply_to("given-up")], [], [_reply_to("m1")]))
+    step("m1")
     assert sent == ["given-up", "m1"]
 
 
-def test_a_message_the_supernode_gives_up_is_forgotten_with_its_tasks():
-    """A message pulled and then given up (its run stopped as it came in: Flower's loop returns no run)
-    is deleted with its contents, and its run's unfinished tasks are finished, so that no executor
-    waits for its contents or answers it; a message taken in is left alone."""
+def test_a_supernode_goes_on_when_the_pulled_message_s_task_ends_without_a_reply():
+    """The loop stops waiting once the message's task has finished with no reply stored (an executor
+    stores its reply before it finishes its task), where Flower's would wait for good."""
+    state = _LoopState([_reply_to("given-up")])
+    step, sent = _loop(state)
+    state.done.add(1)
+    step("m1")
+    assert sent == ["given-up"]
+
+
+def test_a_message_the_supernode_gives_up_is_forgotten_with_its_task():
+    """A message pulled and then given up (its run stopped as it came in: Flower's loop returns no run
+    but leaves the message and the task it created) is deleted with its contents and its task is
+    finished, so that no executor waits for its contents or answers it.  The run's other tasks (the
+    previous message's, still pushing its output) are left alone, and so is a message whose task
+    Flower has finished itself (contents that failed to arrive)."""
     from types import SimpleNamespace
 
     from flwr.common.constant import Status, SubStatus
@@ -630,26 +680,40 @@ def test_a_message_the_supernode_gives_up_is_forgotten_with_its_tasks():
         def delete(self, object_id):
             self.deleted.append(object_id)
             super().delete(object_id)
-    store = Store()
-    state = InMemoryNodeState(store)
-    pending = state.create_task(task_type="clientapp", run_id=5, fab_hash="f")
-    other = state.create_task(task_type="clientapp", run_id=6, fab_hash="f")
-    given_up = SimpleNamespace(metadata=SimpleNamespace(message_id="m5", run_id=5))
-    runs = iter([None, 6])                              # given up, then taken in
 
-    def pull_and_store(*, receive, state, object_store):
+    class State(InMemoryNodeState):
+        def __init__(self, store):
+            super().__init__(store)
+            self.deleted: list = []
+
+        def delete_messages(self, *, message_ids):
+            self.deleted += message_ids
+            return super().delete_messages(message_ids=message_ids)
+    store = Store()
+    state = State(store)
+    previous = state.create_task(task_type="clientapp", run_id=5, fab_hash="f")
+    created: list = []
+
+    def pull_and_store(*, receive, state, object_store):      # Flower's: the task, then the run stops
         receive()
-        return next(runs)
+        created.append(state.create_task(task_type="clientapp", run_id=5, fab_hash="f"))
+        if flower_fails_it:
+            state.finish_task(created[-1], sub_status=SubStatus.FAILED, details="contents failed to arrive")
+        return None
 
     loop = SimpleNamespace(_pull_and_store_message=pull_and_store, _push_messages=None)
     supernode.answer_each_message(loop)
+    given_up = SimpleNamespace(metadata=SimpleNamespace(message_id="m5", run_id=5))
+    flower_fails_it = False
     assert loop._pull_and_store_message(receive=lambda: (given_up, None), state=state, object_store=store) is None
-    assert store.deleted == ["m5"]
-    (task,) = state.get_tasks(task_ids=[pending])
+    assert store.deleted == state.deleted == ["m5"]
+    (task,) = state.get_tasks(task_ids=[created[-1]])
     assert task.status.status == Status.FINISHED and task.status.sub_status == SubStatus.STOPPED
-    assert loop._pull_and_store_message(receive=lambda: (given_up, None), state=state, object_store=store) == 6
-    assert store.deleted == ["m5"]
-    assert state.get_tasks(task_ids=[other])[0].status.status == Status.PENDING
+    assert state.get_tasks(task_ids=[previous])[0].status.status == Status.PENDING
+    flower_fails_it = True
+    assert loop._pull_and_store_message(receive=lambda: (given_up, None), state=state, object_store=store) is None
+    assert store.deleted == state.deleted == ["m5"]
+    assert state.get_tasks(task_ids=[created[-1]])[0].status.sub_status == SubStatus.FAILED
 
 
 def test_message_type_and_hello_round_trip():

@@ -49,9 +49,42 @@ def _note_messages(module, clock: _Time) -> None:
     module._pull_and_store_message = pull_and_note
 
 
+class _NoReplyComing(Exception):
+    """The message's task has finished without a reply."""
+
+
+class _State:
+    """A SuperNode's NodeState that notes the task it creates (``created``) and, with ``watch`` set to
+    a task id, raises _NoReplyComing where its loop would wait for a reply that task can no longer
+    give.  The check comes before the fetch: an executor stores its reply before it finishes its task."""
+
+    def __init__(self, state, watch=None):
+        self._state, self._watch, self.created = state, watch, None
+
+    def create_task(self, *args, **kwargs):
+        self.created = self._state.create_task(*args, **kwargs)
+        return self.created
+
+    def get_messages_legacy(self, **kwargs):
+        over = self._watch is not None and kwargs.get("is_reply") and finished(self._state, self._watch)
+        got = self._state.get_messages_legacy(**kwargs)
+        if over and not got:
+            raise _NoReplyComing
+        return got
+
+    def __getattr__(self, name):
+        return getattr(self._state, name)
+
+
+def finished(state, task_id: int) -> bool:
+    from flwr.common.constant import Status
+    return any(task.status.status == Status.FINISHED for task in state.get_tasks(task_ids=[task_id]))
+
+
 def answer_each_message(module) -> None:
     """Make the SuperNode's loop (``module``: Flower's ``start_client_internal``) push replies after
-    each message it pulls until that message's own reply is among them.
+    each message it pulls until that message's own reply is among them, or its task has finished
+    without one.
 
     Flower 1.42 pushes until it has pushed a reply, any one.  A message whose run stops while the
     SuperNode takes it in (a RunNotRunningException after its task was created) is given up by the
@@ -63,40 +96,48 @@ def answer_each_message(module) -> None:
 
     def pull_and_note(*args, receive, state, object_store, **kwargs):
         got: list = []
+        noting = _State(state)
 
         def receive_and_note(*a, **k):
             got[:] = [receive(*a, **k)]
-            current["id"] = None if got[0] is None else got[0][0].metadata.message_id
             return got[0]
-        run_id = pull(*args, receive=receive_and_note, state=state, object_store=object_store, **kwargs)
-        if run_id is None and got and got[0] is not None:
-            forget(got[0][0], state, object_store)
+        run_id = pull(*args, receive=receive_and_note, state=noting, object_store=object_store, **kwargs)
+        message = got[0][0] if got and got[0] is not None else None
+        current.update(id=None if run_id is None or message is None else message.metadata.message_id,
+                       task=noting.created)
+        # Flower's other ways of returning no run (contents that failed to arrive, a task id that
+        # collided) finish the task or create none themselves.
+        if run_id is None and message is not None and noting.created is not None \
+                and not finished(state, noting.created):
+            forget(message, noting.created, state, object_store)
         return run_id
 
-    def push_until_answered(*args, send, **kwargs):
+    def push_until_answered(*args, send, state, **kwargs):
         answered: set = set()
 
         def send_and_note(message, *a, **k):
             answered.add(message.metadata.reply_to_message_id)
             return send(message, *a, **k)
+        watching = _State(state, watch=current.get("task"))
         while True:
-            push(*args, send=send_and_note, **kwargs)
-            if current.get("id") is None or current["id"] in answered:
+            try:
+                push(*args, send=send_and_note, state=watching, **kwargs)
+            except _NoReplyComing:
+                return
+            if current.get("id") is None or current["id"] in answered or current.get("task") is None:
                 return
     module._pull_and_store_message, module._push_messages = pull_and_note, push_until_answered
 
 
-def forget(message, state, object_store) -> None:
-    """Delete a message the SuperNode pulled and then gave up, with its contents, and finish its run's
-    unfinished tasks.  Flower 1.42 leaves them when the run stops as the message comes in: the
-    executor that took the task asked for contents that never came until its pull's time limit
-    (fedpne_jax.flower.warm), or answered it with a reply no one waited for."""
-    from flwr.common.constant import Status, SubStatus
+def forget(message, task_id: int, state, object_store) -> None:
+    """Delete a message the SuperNode pulled and then gave up, with its contents, and finish its task.
+    Flower 1.42 leaves them when the run stops as the message comes in: the executor that took the
+    task asked for contents that never came until its pull's time limit (fedpne_jax.flower.warm), or
+    answered it with a reply no one waited for."""
+    from flwr.common.constant import SubStatus
     state.delete_messages(message_ids=[message.metadata.message_id])
     object_store.delete(message.metadata.message_id)
-    unfinished = (Status.PENDING, Status.STARTING, Status.RUNNING)
-    for task in state.get_tasks(run_ids=[message.metadata.run_id], statuses=unfinished):
-        state.finish_task(task.task_id, sub_status=SubStatus.STOPPED, details="its run was stopped")
+    state.finish_task(task_id, sub_status=SubStatus.STOPPED, details="its run was stopped")
 
 
 def cap_pulls(**caps: float) -> None:
