@@ -65,10 +65,11 @@ def fp_run(objective: str, seeds: int = 1, base_seed: int = 0, noise: str = "non
 
 
 NOISY = "gaussian:0.5"
+BBOB = {"objective": "bbob-f7", "dim": 2}
 # The references fp.run computes for the tests (beside), by the test that needs each.
 REFERENCES = {
     "test_noise_free_run_over_flower_is_fp_runs_run": ("garland", {}),
-    "test_noise_free_bbob_run_over_flower_is_fp_runs_run": ("bbob", {"objective": "bbob-f7", "dim": 2}),
+    "test_noise_free_bbob_run_over_flower_is_fp_runs_run": ("bbob", BBOB),
     "test_noisy_runs_over_flower_match_fp_run_in_distribution":
         ("noisy", {"objective": "garland", "seeds": 500, "base_seed": 1000, "noise": NOISY}),
 }
@@ -76,7 +77,8 @@ REFERENCES = {
 
 def selected(request, name: str) -> bool:
     """Whether this session runs the test function ``name``: collected, not deselected, and not skipped
-    by its tier (tests/conftest.py marks those)."""
+    by its tier (tests/conftest.py marks those).  Under pytest-xdist it assumes the suite's
+    ``--dist loadfile`` (README), where this file's tests all run in one worker."""
     return any(item.originalname == name and not item.get_closest_marker("skip") for item in request.session.items)
 
 
@@ -95,15 +97,21 @@ def beside(request):
     leave idle (runs waiting on the wire, the fault tests waiting for a lost client) instead of
     beside a deployment's start or before a test's run."""
     context = multiprocessing.get_context("spawn")       # not fork: this process runs JAX's threads
-    with ProcessPoolExecutor(1, mp_context=context, initializer=_low_priority) as pool:
+    pool = ProcessPoolExecutor(1, mp_context=context, initializer=_low_priority)
+    try:
         soon = {}
         for test, (name, options) in REFERENCES.items():
             if name == "garland" or selected(request, test):
                 options = dict(options)
                 soon[name] = pool.submit(fp_run, options.pop("objective", "garland"), **options)
         yield soon
-        for future in soon.values():
-            future.cancel()
+    finally:
+        # A module stopped early does not wait for the references still to come (500 seeds, say).
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+            worker.join()
 
 
 @pytest.fixture(scope="module")
@@ -327,7 +335,7 @@ def test_a_malformed_reply_is_refused_naming_the_client(deployment, tmp_path, fu
 
 
 def test_noise_free_bbob_run_over_flower_is_fp_runs_run(deployment, tmp_path, beside):
-    outcome, result = submit(deployment, tmp_path, "bbob", objective="bbob-f7", dim=2)
+    outcome, result = submit(deployment, tmp_path, "bbob", **BBOB)
     assert outcome["ok"], outcome
     assert_same_run(result, beside["bbob"].result())
 
@@ -492,7 +500,7 @@ def test_an_exchange_of_a_stopped_run_raises_the_stop_not_lost_clients():
 
 
 @pytest.mark.parametrize("running", [False, True])
-def test_a_run_that_fails_once_stopped_reports_the_stop(tmp_path, running):
+def test_a_run_that_fails_once_stopped_reports_the_stop(tmp_path, running, monkeypatch):
     """A stop reaches a run as whatever its next request meets (a push refused mid-object, for one);
     the ServerApp's status says the run was stopped when the SuperLink refuses the stopped run's
     request, and gives the error itself otherwise."""
@@ -507,6 +515,7 @@ def test_a_run_that_fails_once_stopped_reports_the_stop(tmp_path, running):
             if not running:
                 raise RunNotRunningException
             return [7]
+    monkeypatch.setattr(server, "quicker_pulls", lambda: None)     # Flower's defaults, for the other tests
     status = tmp_path / "status.json"
     context = SimpleNamespace(run_config={"status": str(status), "horizn": 5})      # fails in serve
     with pytest.raises(ValueError, match="unknown key"):

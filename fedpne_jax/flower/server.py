@@ -73,9 +73,16 @@ def stopped_at_superlink(grid: Grid) -> bool:
         grid.get_node_ids()
     except RunNotRunningException:
         return True
-    except Exception:       # noqa: BLE001 -- the SuperLink unreachable: not known to be a stop
+    # Not known to be a stop: the SuperLink unreachable, or Flower's own ServerApp process
+    # (isolation subprocess) interrupting itself on the refusal, whose status is still to be written.
+    except BaseException:   # noqa: BLE001
         return False
     return False
+
+
+def unavailable(reply: Message) -> bool:
+    """Whether Flower answered for the client: its message or node unavailable."""
+    return reply.has_error() and reply.error.code in LOST
 
 
 _SPACES: dict = {}
@@ -166,7 +173,7 @@ def serve(grid: Grid, run_config: dict) -> dict:
         values = np.full(counts.shape, np.nan)
         received, handler, process = 0, 0.0, 0.0
         for m, reply in replies.items():
-            if reply.has_error() and reply.error.code in LOST:
+            if unavailable(reply):
                 missing.append(m)
                 continue
             try:
@@ -256,11 +263,9 @@ def exchange(grid: Grid, messages: dict, timeout: float, poll: float) -> tuple[d
         if not pending or time.time() > deadline:
             break
         time.sleep(backoff(poll, started))
-    if missing or pending or any(r.has_error() and r.error.code in LOST for r in replies.values()):
-        # A run stopped at the SuperLink gets its pending messages back as errors that read as lost
-        # clients; a request of the stopped run's task is refused instead (its token is revoked), and
-        # raises RunNotRunningException, so the stop is reported as a stop.
-        grid.get_node_ids()
+    # A run stopped at the SuperLink gets its pending messages back as errors that read as lost clients.
+    if (missing or pending or any(unavailable(r) for r in replies.values())) and stopped_at_superlink(grid):
+        raise RunNotRunningException
     return replies, missing + sorted(pending.values())
 
 
@@ -291,7 +296,7 @@ def identify(grid: Grid, M: int, run: str, node_timeout: float, poll: float) -> 
             pending.update({mid: node for mid, node in zip(ids, new) if mid})
         for reply in grid.pull_messages(list(pending)) if pending else ():
             node = pending.pop(reply.metadata.reply_to_message_id, None)
-            if node is None or (reply.has_error() and reply.error.code in LOST):
+            if node is None or unavailable(reply):
                 continue
             header = wire.check_reply(reply, run, -1, None, node, None)
             p, n = int(header["partition"]), int(header["partitions"])
