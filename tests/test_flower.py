@@ -40,6 +40,7 @@ from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects  
 
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
+from fedpne_jax.experiments.workers import stop_pool  # noqa: E402
 from fedpne_jax.flower import local, wire  # noqa: E402
 
 M, T = 3, 200
@@ -106,12 +107,7 @@ def beside(request):
                 soon[name] = pool.submit(fp_run, options.pop("objective", "garland"), **options)
         yield soon
     finally:
-        # A module stopped early does not wait for the references still to come (500 seeds, say).
-        workers = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for worker in workers:
-            worker.terminate()
-            worker.join()
+        stop_pool(pool)     # a module stopped early does not wait for the references still to come
 
 
 @pytest.fixture(scope="module")

@@ -121,16 +121,7 @@ class Workers:
 
     def stop(self) -> None:
         self._deferring = True          # a second Ctrl-C must not cut the stop short
-        processes = list((getattr(self._pool, "_processes", None) or {}).values())
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        for p in processes:
-            if p.is_alive():
-                p.terminate()
-        for p in processes:
-            p.join(GRACE_SECONDS)
-            if p.is_alive():
-                p.kill()
-                p.join()
+        stop_pool(self._pool)
 
     def __enter__(self) -> Workers:
         # SIGTERM (a scheduler's time limit, `kill`) must stop the workers too: killed by it, this
@@ -160,6 +151,21 @@ class Workers:
                 signal.signal(signal.SIGTERM, self._term)
             if self._int is not None:
                 signal.signal(signal.SIGINT, self._int)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` without waiting for its calls: its queued calls cancelled, its processes
+    terminated, and killed when one takes more than GRACE_SECONDS to die."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    for p in processes:
+        p.join(GRACE_SECONDS)
+        if p.is_alive():
+            p.kill()
+            p.join()
 
 
 def _setup() -> dict:
