@@ -190,17 +190,22 @@ def start_cli(tmp_path, *extra, env=None, low_priority: bool = False) -> tuple:
 
 
 def finish_cli(proc: subprocess.Popen, tmp_path, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Wait for ``start_cli``'s command.  A test stopped meanwhile (timeout, Ctrl-C) interrupts it as a
-    user would, so that it stops its processes (a KILL would leave them)."""
+    """Wait for ``start_cli``'s command; a test stopped meanwhile (timeout, Ctrl-C) interrupts it."""
     try:
         proc.wait(timeout=timeout)
     except BaseException:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=120)
+        interrupt(proc)
         raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, (tmp_path / "stdout.txt").read_text(),
                                        (tmp_path / "stderr.txt").read_text())
+
+
+def interrupt(proc: subprocess.Popen) -> None:
+    """Ctrl-C a command still running, as a user would, and wait for it to stop its processes (a KILL
+    would leave them)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -216,9 +221,7 @@ def cli_beside(request, tmp_path_factory, xla_cache):
     proc, out, workdir = start_cli(tmp_path, "--tls", "--auth", "--nodes-per-executor", str(M), env=xla_cache,
                                    low_priority=True)
     yield proc, out, workdir, tmp_path
-    if proc.poll() is None:             # its test did not wait for it (stopped, or failed before)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
+    interrupt(proc)                     # where its test did not wait for it (stopped, or failed before)
 
 
 def assert_wire(data: dict, reference: dict) -> None:
