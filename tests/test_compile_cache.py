@@ -73,6 +73,19 @@ def test_the_callers_own_jax_setting_is_kept(tmp_path, jax_cache_setting):
     assert not (tmp_path / "other").exists()
 
 
+def test_the_callers_own_threshold_is_kept_and_otherwise_set(tmp_path, jax_cache_setting, monkeypatch):
+    """A JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS the caller set (JAX read it at import) stays; without
+    it the package's threshold is used."""
+    monkeypatch.setenv(compile_cache.MIN_COMPILE_ENV, "2.5")
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 2.5)
+    assert compile_cache.enable(environ={compile_cache.ENV: str(tmp_path / "a")}) is not None
+    assert jax.config.jax_persistent_cache_min_compile_time_secs == 2.5
+    monkeypatch.delenv(compile_cache.MIN_COMPILE_ENV)
+    jax.config.update("jax_compilation_cache_dir", None)
+    assert compile_cache.enable(environ={compile_cache.ENV: str(tmp_path / "b")}) is not None
+    assert jax.config.jax_persistent_cache_min_compile_time_secs == compile_cache.MIN_COMPILE_SECONDS
+
+
 def test_a_folder_others_may_write_to_is_refused_with_a_warning(tmp_path, jax_cache_setting):
     shared = tmp_path / "shared"
     shared.mkdir()

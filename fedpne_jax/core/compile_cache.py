@@ -4,7 +4,7 @@ this package's, for the command line and for callers who ask.
 A later process still traces and lowers, but skips XLA, with every result the same bit for bit.
 ``$FEDPNE_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/fedpne-jax/xla``, else ``~/.cache/fedpne-jax/xla``
 (``off`` turns it off), one folder per JAX version and processor; a ``JAX_COMPILATION_CACHE_DIR``
-the caller set is left as it is.  A folder another user owns or others may write to is not used,
+the caller set is left as it is, and so is a ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``.  A folder another user owns or others may write to is not used,
 and the cache keeps ``MAX_BYTES`` at most.
 
 Why per processor, the safety rules and the times: docs/guides/hosts.md, section "Compilation
@@ -32,6 +32,8 @@ CACHE_SUFFIXES = ("-cache", "-atime")     # the names JAX gives its entries and 
 # programs, 48 compile in a second or more (JAX's default threshold), 35 in 0.1-1 s and 51 in less;
 # at 0.1 s its cache holds 78 programs in 9 MB.
 MIN_COMPILE_SECONDS = 0.1
+# JAX reads its own variable for the threshold when it is imported; a caller who set it keeps it.
+MIN_COMPILE_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
 
 
 def default_root(environ=None) -> Path:
@@ -121,5 +123,6 @@ def enable(path: str | os.PathLike | None = None, environ=None) -> Path | None:
     except OSError:
         return None
     jax.config.update("jax_compilation_cache_dir", str(target))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    if MIN_COMPILE_ENV not in os.environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     return target
