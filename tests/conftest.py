@@ -32,12 +32,6 @@ _made_cache = None
 if not os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get(SUITE_CACHE):
     os.environ[SUITE_CACHE] = _made_cache = tempfile.mkdtemp(prefix="fedpne-suite-xla-")
 os.environ[compile_cache.ENV] = os.environ[SUITE_CACHE]
-# The processes the tests start (command lines, their workers, Flower's apps) keep every program, not
-# only those compiling in 0.1 s or more: each compiles the same small programs again otherwise.  The
-# test processes keep the user's threshold: they hold small programs in memory, and writing each to
-# disk cost them more than it saved (docs/testing.md).  JAX read the variable on import.
-os.environ[compile_cache.MIN_COMPILE_ENV] = "0"
-jax.config.update("jax_persistent_cache_min_compile_time_secs", compile_cache.MIN_COMPILE_SECONDS)
 compile_cache.enable()
 # The command line makes every core a device (host_devices) when it is the first to touch JAX, which
 # a test calling it in a worker could be: the suite keeps one device unless a test asks for more.
