@@ -4,8 +4,9 @@ this package's, for the command line and for callers who ask.
 A later process still traces and lowers, but skips XLA, with every result the same bit for bit.
 ``$FEDPNE_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/fedpne-jax/xla``, else ``~/.cache/fedpne-jax/xla``
 (``off`` turns it off), one folder per JAX version and processor; a ``JAX_COMPILATION_CACHE_DIR``
-the caller set is left as it is, and so is a ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``.  A folder another user owns or others may write to is not used,
-and the cache keeps ``MAX_BYTES`` at most.
+the caller set is left as it is, and so is a ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``.  A
+folder another user owns or others may write to is not used, and the cache keeps ``MAX_BYTES`` at
+most.
 
 Why per processor, the safety rules and the times: docs/guides/hosts.md, section "Compilation
 cache".
