@@ -14,7 +14,7 @@ import os
 import string
 import tempfile
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import objectives
@@ -57,11 +57,12 @@ def valid_run(draw):
     parts = [either("--clients", "num_clients", M), either("--horizon", "horizon", T), ["--seeds", str(S)],
              either("--checkpoints", "checkpoints", CHECKPOINTS)]
     kind = draw(st.sampled_from(["gaussian", "Gaussian", "GAUSSIAN"]))
+    c1_value, delta_value = draw(st.floats(0.01, 100.0)), draw(st.floats(0.01, 1.0))
     scale = draw(st.one_of(st.none(), st.floats(0.0, 1.0)))
     optional = {
         "noise": either("--noise", "noise", kind if scale is None else f"{kind}:{_number(scale)}"),
-        "c1": either("--c1", "c1", _number(draw(st.floats(0.01, 100.0)))),
-        "delta": either("--delta", "delta", _number(draw(st.floats(0.01, 1.0)))),
+        "c1": either("--c1", "c1", _number(c1_value)),
+        "delta": either("--delta", "delta", _number(delta_value)),
         "seed": ["--seed", str(draw(st.integers(0, 2**31 - 1)))],
         "objective-seed": ["--objective-seed", str(draw(st.integers(0, 2**31 - 1)))],
         # Explicit defaults: the same program as leaving them out.
@@ -72,6 +73,11 @@ def valid_run(draw):
         "heterogeneity": ["--heterogeneity", "shift"], "devices": ["--devices", draw(st.sampled_from(["all", "1"]))],
     }
     chosen = draw(st.lists(st.sampled_from(sorted(optional)), unique=True, max_size=len(optional)))
+    # Valid also means L = log(c1 T / delta) > 0, with the paper's defaults c1 = 1 and delta = 1/M
+    # (App. E): a small c1 with a short horizon is refused (tests/test_errors.py checks how).
+    c1 = c1_value if "c1" in chosen else 1.0
+    delta = delta_value if "delta" in chosen else 1.0 / M
+    assume(c1 * T / delta > 1.0)
     parts += [optional[name] for name in chosen]
     argv = ["run"] + [a for part in draw(st.permutations(parts)) for a in part]
     return argv, (M, T, S), draw(st.booleans())
