@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -503,8 +504,6 @@ def test_a_run_that_fails_once_stopped_reports_the_stop(tmp_path, running, monke
     """A stop reaches a run as whatever its next request meets (a push refused mid-object, for one);
     the ServerApp's status says the run was stopped when the SuperLink refuses the stopped run's
     request, and gives the error itself otherwise."""
-    from types import SimpleNamespace
-
     from flwr.supercore.run import RunNotRunningException
 
     from fedpne_jax.flower import server
@@ -599,7 +598,6 @@ class _LoopState:
         return self.tasks
 
     def get_tasks(self, *, task_ids):
-        from types import SimpleNamespace
         return [SimpleNamespace(status=SimpleNamespace(status="finished" if t in self.done else "running"))
                 for t in task_ids]
 
@@ -610,8 +608,6 @@ class _LoopState:
 def _loop(state):
     """Flower's SuperNode loop functions as stubs, wrapped by supernode.answer_each_message: the pull
     takes in message m<task>; the push waits for replies (three tries, then fails) and sends them all."""
-    from types import SimpleNamespace
-
     from fedpne_jax.flower import supernode
     sent: list = []
 
@@ -643,7 +639,6 @@ def _loop(state):
 
 
 def _reply_to(message_id):
-    from types import SimpleNamespace
     return SimpleNamespace(metadata=SimpleNamespace(reply_to_message_id=message_id))
 
 
@@ -672,8 +667,6 @@ def test_a_message_the_supernode_gives_up_is_forgotten_with_its_task():
     finished, so that no executor waits for its contents or answers it.  The run's other tasks (the
     previous message's, still pushing its output) are left alone, and so is a message whose task
     Flower has finished itself (contents that failed to arrive)."""
-    from types import SimpleNamespace
-
     from flwr.common.constant import Status, SubStatus
     from flwr.supercore.object_store.in_memory_object_store import InMemoryObjectStore
     from flwr.supernode.nodestate.in_memory_nodestate import InMemoryNodeState
