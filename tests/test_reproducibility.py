@@ -102,6 +102,19 @@ def test_same_shapes_do_not_recompile(objective, batch, company):
     assert company[1] == 1                      # a new batch size is a new shape
 
 
+def test_run_key_words_are_the_seed_keys_and_share_a_program_up_to_a_power_of_two():
+    """A run's key words are those of executor.seed_key for its index, whatever the other indices
+    beside it (the key program's lanes are padded to a power of two); counts 5 to 8 share one program."""
+    for ids in ([3], [0, 7, 2], list(range(5)), list(range(9, 17)), [2**31 - 1, 0, 12, 5, 6]):
+        expected = np.stack([np.asarray(jax.random.key_data(executor.seed_key(11, i))) for i in ids])
+        np.testing.assert_array_equal(executor.run_key_words(11, ids), expected)
+    executor.run_key_words(0, range(5))
+    compiled = executor._seed_words._cache_size()
+    for count in (6, 7, 8):
+        executor.run_key_words(0, range(count))
+    assert executor._seed_words._cache_size() == compiled
+
+
 EXPLICIT = fp.FedPNEConfig(num_clients=2, horizon=400, noise="uniform:0.3", pull="uniform", checkpoints=8,
                            capacity=16)
 
