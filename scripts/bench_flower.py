@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fedpne_jax as fp  # noqa: E402
 import objectives  # noqa: E402
 from fedpne_jax.core import processor  # noqa: E402
+from fedpne_jax.core.processes import descendants  # noqa: E402
 from fedpne_jax.flower import local, wire  # noqa: E402
 
 
@@ -76,7 +77,7 @@ def flower_run(n: int, horizon: int, isolation: str, folder: str, cache: str, no
                           extra_env={"FEDPNE_COMPILE_CACHE": cache}, nodes_per_executor=nodes_per_executor) as d:
         def sample():
             while not done.wait(0.5):
-                pids = local.descendants([p.pid for p in list(d.processes.values())])
+                pids = descendants([p.pid for p in list(d.processes.values())])
                 rss, pss = memory_bytes(pids)
                 peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
         sampler = threading.Thread(target=sample, daemon=True)

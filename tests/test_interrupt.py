@@ -14,8 +14,8 @@ import pytest
 
 import fedpne_jax as fp
 from fedpne_jax import cli
+from fedpne_jax.core.processes import alive
 from fedpne_jax.experiments import store
-from fedpne_jax.flower.local import alive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOLD = os.path.join(ROOT, "tests", "support", "hold")

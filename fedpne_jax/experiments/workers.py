@@ -18,7 +18,6 @@ import os
 import pickle
 import signal
 import threading
-import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -27,6 +26,7 @@ from typing import Callable
 import jax
 
 from fedpne_jax.core import host_devices
+from fedpne_jax.core.processes import exit_when_gone, stop_processes
 from fedpne_jax.core.validation import is_int
 from fedpne_jax.experiments.runner import run_sweep
 
@@ -158,14 +158,9 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     terminated, and killed when one takes more than GRACE_SECONDS to die."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
+    stop_processes([p.pid for p in processes if p.is_alive()], GRACE_SECONDS)
     for p in processes:
-        if p.is_alive():
-            p.terminate()
-    for p in processes:
-        p.join(GRACE_SECONDS)
-        if p.is_alive():
-            p.kill()
-            p.join()
+        p.join()
 
 
 def _setup() -> dict:
@@ -184,8 +179,10 @@ def _start(setup: dict) -> None:
     # The parent answers Ctrl-C (the terminal sends it to every process of the group) and stops
     # the workers with SIGTERM, whose default action ends one at once, even inside a compiled call.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # The parent's pid from before the spawn: one killed while this worker was starting is gone already.
-    _exit_with(setup["parent"])
+    # A worker whose parent is killed outright would finish its study for no one, then wait on the
+    # pool's queue for good (every worker holds its writing end too).  The parent's pid from before
+    # the spawn: one killed while this worker was starting is gone already.
+    exit_when_gone([setup["parent"]], 1, ORPHAN_SECONDS)
     if setup["host_devices"]:
         host_devices.enable({host_devices.ENV: str(setup["host_devices"])})
     elif setup["cpu_devices"] != -1:
@@ -194,14 +191,3 @@ def _start(setup: dict) -> None:
         jax.config.update(name, value)
     if setup["showwarning"] is not None:
         warnings.showwarning = setup["showwarning"]
-
-
-def _exit_with(parent: int) -> None:
-    """End this worker once ``parent`` has gone (killed with SIGKILL, or by the kernel for memory),
-    which stops no worker: one would finish its study for no one, then wait on the pool's queue for
-    good, since every worker holds that queue's writing end too."""
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(ORPHAN_SECONDS)
-        os._exit(1)
-    threading.Thread(target=watch, daemon=True, name="fedpne-parent-watch").start()

@@ -26,6 +26,7 @@ import threading
 import time
 from typing import Optional
 
+from fedpne_jax.core.processes import alive, descendants, stop_processes
 from fedpne_jax.flower import control
 
 CONNECTION = "fedpne-local"
@@ -50,57 +51,6 @@ def port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.2)
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def children_map() -> dict:
-    """{parent pid: [child pids]} of every process now (Linux /proc)."""
-    out: dict = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        out.setdefault(ppid, []).append(int(name))
-    return out
-
-
-def descendants(pids) -> list:
-    tree = children_map()
-    seen, todo = [], list(pids)
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.append(pid)
-        todo.extend(tree.get(pid, []))
-    return seen
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def stop_processes(pids, grace: float = GRACE) -> None:
-    """TERM ``pids`` and all their descendants, then KILL what is left after ``grace`` seconds."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
-        targets = [p for p in descendants(pids) if alive(p)]
-        if not targets:
-            return
-        for pid in targets:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.time() + wait
-        while time.time() < deadline and any(alive(p) for p in targets):
-            time.sleep(0.05)
-        pids = targets
 
 
 def make_certificates(folder: str) -> dict:
@@ -366,7 +316,7 @@ class Deployment:
             for pid in descendants([p.pid for p in procs]):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-        stop_processes([p.pid for p in procs])
+        stop_processes([p.pid for p in procs], GRACE)
         for proc in procs:
             proc.wait()
 
@@ -400,10 +350,10 @@ class Deployment:
                     with contextlib.suppress(Exception):
                         self._control.stop_run(self.active_run, wait=2.0)
                 self._control.close()
-            stop_processes(pids)
+            stop_processes(pids, GRACE)
             deadline = time.time() + 3 * GRACE
             while (left := self.strays()) and time.time() < deadline:
-                stop_processes(left, grace=1.0)
+                stop_processes(left, 1.0)
                 time.sleep(0.1)
         finally:
             for proc in self.processes.values():

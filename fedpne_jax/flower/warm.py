@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import sys
 import threading
 import time
@@ -22,26 +21,9 @@ import traceback
 
 # The ServerApp's module at start-up, so that JAX, the package and the app are imported once per
 # executor, not per run (a ClientApp executor imports the same JAX and package for its app).
+from fedpne_jax.core.processes import exit_when_gone
 from fedpne_jax.flower import server  # noqa: F401
 from fedpne_jax.flower.supernode import cap_pulls, quicker_pulls
-
-
-def _parent_watch(parents: list) -> None:
-    """Exit once every one of ``parents`` has exited (an executor serving several SuperNodes goes on
-    serving the others when one of them is stopped)."""
-    def gone(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-            return False
-        except ProcessLookupError:
-            return True
-
-    def watch():
-        while True:
-            time.sleep(0.2)
-            if all(gone(pid) for pid in parents):
-                os._exit(0)
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def _refused() -> None:
@@ -304,7 +286,7 @@ def main(argv=None) -> None:
     p.add_argument("--poll", type=float, default=0.02, help="seconds between two asks for a task")
     args = p.parse_args(argv)
     if args.parent_pid is not None:
-        _parent_watch(args.parent_pid)
+        exit_when_gone(args.parent_pid, 0, 0.2)   # one of several SuperNodes stopped: serve the others
     if isinstance(sys.stdout, io.TextIOWrapper):     # not when a caller has replaced it
         sys.stdout.reconfigure(line_buffering=True)
     addresses = args.runtime_api_address
