@@ -1,12 +1,13 @@
 """fedpne_jax.core.processes, with real processes: a tree whose root ignores SIGTERM is stopped whole
-(SIGKILL after the grace period), and a child ends itself once its parent is killed outright."""
+(SIGKILL after the grace period), a child ends itself once its parent is killed outright, and one
+watching two parents once both have exited."""
 import signal
 import subprocess
 import sys
 import textwrap
 import time
 
-from fedpne_jax.core.processes import alive, descendants, exit_when_gone, stop_processes
+from fedpne_jax.core.processes import alive, descendants, stop_processes
 
 
 def _wait_for(predicate, timeout: float) -> bool:
@@ -87,21 +88,30 @@ def test_a_child_exits_once_its_parent_is_killed_outright():
         middle.stdout.close()
 
 
-def test_exit_when_gone_waits_for_every_parent(monkeypatch):
-    exits = []
-    monkeypatch.setattr("os._exit", exits.append)
+WATCHER = textwrap.dedent("""
+    import sys, time
+    from fedpne_jax.core.processes import exit_when_gone
+    exit_when_gone([int(pid) for pid in sys.argv[1:]], 7, 0.02)
+    print("watching", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_exit_when_gone_waits_for_every_parent():
     first, second = subprocess.Popen(["sleep", "60"]), subprocess.Popen(["sleep", "60"])
+    watcher = subprocess.Popen([sys.executable, "-c", WATCHER, str(first.pid), str(second.pid)],
+                               stdout=subprocess.PIPE, text=True)
     try:
-        exit_when_gone([first.pid, second.pid], 7, 0.02)
+        assert watcher.stdout.readline() == "watching\n"
         first.kill()
         first.wait()
         time.sleep(0.3)
-        assert exits == []                            # the second still runs
+        assert watcher.poll() is None                 # the second still runs
         second.kill()
         second.wait()
-        assert _wait_for(lambda: exits == [7], 5), exits
+        assert watcher.wait(timeout=10) == 7
     finally:
-        for p in (first, second):
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        stop_processes([p.pid for p in (first, second, watcher) if p.poll() is None], 1.0)
+        for p in (first, second, watcher):
+            p.wait()
+        watcher.stdout.close()
