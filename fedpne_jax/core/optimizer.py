@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import objectives
-from fedpne_jax.core import registry
+from fedpne_jax.core import executor, registry
 from fedpne_jax.core import stepper as stepper_lib
 from fedpne_jax.core.algorithm import describe
 from fedpne_jax.core.errors import CapacityError
@@ -82,8 +82,7 @@ class Optimizer:
                         self._failed, self._replay) = _PROGRAMS[key][0], _PROGRAMS[key][1]
 
     def _keys(self):
-        ids = np.arange(self.runs)
-        return jax.vmap(lambda i: jax.random.fold_in(jax.random.key(self.base_seed), i))(jnp.asarray(ids))
+        return jax.random.wrap_key_data(executor.run_key_words(self.base_seed, np.arange(self.runs)))
 
     def _fresh(self):
         with self._stepper.x64():

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import objectives
-from fedpne_jax.core import checkpoints, registry
+from fedpne_jax.core import checkpoints, executor, registry
 from fedpne_jax.core.algorithm import check_inputs as check_pair
 from fedpne_jax.core.errors import CapacityError
 from fedpne_jax.core.run import check_inputs, resolve_objectives
@@ -166,7 +166,7 @@ class Stepper:
 
     def key(self, seed: int = 0, base_seed: int = 0):
         """The key ``fp.run(config, ..., base_seed=base_seed)`` gives seed index ``seed``."""
-        return jax.random.fold_in(jax.random.key(base_seed), seed)
+        return executor.seed_key(base_seed, seed)
 
     def init(self, key) -> State:
         with self.x64():
