@@ -168,7 +168,7 @@ def test_prefix_sums_are_jnp_cumsums_bits_in_a_fixed_order(n):
     assert np.array_equal(alone, got)
     x[1, n // 2] = np.nan
     np.testing.assert_array_equal(np.asarray(jax.jit(prefix_min)(x)), np.minimum.accumulate(x, axis=-1))
-    # Zeros of both signs: the minimum's order (doubling up to a block) keeps XLA's own cummin's signs.
+    # Zeros of both signs: the minimum's order (doubling within blocks) keeps XLA's own cummin's signs.
     zeros = np.where(rng.random((6, n)) < 0.3, np.float32(1.0),
                      np.where(rng.random((6, n)) < 0.5, np.float32(0.0), np.float32(-0.0)))
     mins = np.asarray(jax.jit(prefix_min)(zeros))
