@@ -73,12 +73,9 @@ def pytest_unconfigure(config):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "thorough: a test of the thorough tier only (tests/support/tiers.py)")
-    if hasattr(config.option, "loadscopereorder"):     # pytest-xdist: files in the collection's order
-        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config, items):
-    items[:] = tiers.longest_first(items)
     functions: dict = {}
     for item in items:
         function = item.nodeid.partition("[")[0]
@@ -91,7 +88,7 @@ def pytest_collection_modifyitems(config, items):
     if not (config.option.keyword or config.option.markexpr) and all(os.path.isdir(a) for a in config.args):
         stale = tiers.stale(item.nodeid for item in items)
         if stale:
-            raise pytest.UsageError(f"tests/support/tiers.py names tests or files that do not exist: {stale}")
+            raise pytest.UsageError(f"tests/support/tiers.py names tests that do not exist: {stale}")
     if config.getoption("--thorough"):
         return
     skip = pytest.mark.skip(reason="thorough tier: pytest --thorough (tests/support/tiers.py)")

@@ -322,27 +322,6 @@ CASES = {
 }
 
 
-# The files that take longest in the thorough tier, longest first (a clean-clone .ci/run on two
-# cores: test_docs.py about 230 test-seconds, test_interrupt.py about 40).  pytest-xdist hands a
-# worker a whole file at a time (--dist loadfile), in the collection's order (tests/conftest.py
-# turns off its own order, by number of tests, which put the single 58-second mutation check near
-# the end): started first, the long ones leave only short files for the end, where one worker would
-# otherwise run on alone.
-LONGEST_FIRST = ("tests/test_docs.py", "tests/test_asktell.py", "tests/test_flower.py", "tests/test_contract.py",
-                 "tests/test_python_objectives.py", "tests/test_exact.py", "tests/test_reproducibility.py",
-                 "tests/test_evaluations.py", "tests/test_measures.py", "tests/test_statistics.py",
-                 "tests/test_tree_skeleton.py", "tests/test_mutation.py", "tests/test_behaviour.py",
-                 "tests/test_pyxab_statistics.py", "tests/test_shared_programs.py", "tests/test_soo.py",
-                 "tests/test_bbob.py", "tests/test_interrupt.py")
-
-
-def longest_first(items: list) -> list:
-    """``items`` with LONGEST_FIRST's files first, in its order, and every other file after them in
-    the order it had; each file's tests keep theirs."""
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    return sorted(items, key=lambda item: rank.get(_name(item.nodeid)[0], len(rank)))
-
-
 def _name(nodeid: str) -> tuple[str, str]:
     file, _, name = nodeid.partition("::")
     return file, name
@@ -371,12 +350,9 @@ def thorough(nodeid: str) -> bool:
 
 
 def stale(nodeids) -> list[str]:
-    """The entries of FUNCTIONS and CASES that name none of ``nodeids`` (the whole suite's), and the
-    files of LONGEST_FIRST that hold none of them."""
+    """The entries of FUNCTIONS and CASES that name none of ``nodeids`` (the whole suite's)."""
     nodeids = set(nodeids)
-    files = {_name(n)[0] for n in nodeids}
-    return ([path for path in LONGEST_FIRST if path not in files]
-            + [f"{path}::{p}" for path, patterns in FUNCTIONS.items() for p in patterns
-               if not any(_function_matches(n, path, p) for n in nodeids)]
+    return ([f"{path}::{p}" for path, patterns in FUNCTIONS.items() for p in patterns
+             if not any(_function_matches(n, path, p) for n in nodeids)]
             + [f"{path}::{p}" for path, patterns in CASES.items() for p in patterns
                if not any(_case_matches(n, path, p) for n in nodeids)])
