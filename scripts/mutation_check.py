@@ -3,9 +3,10 @@
 For every mutant: copy fedpne_jax/, objectives/, tests/ and pyproject.toml to a temporary folder,
 replace one exact piece of source (which must occur exactly once), and run gate tests there
 (pytest without --thorough, tests/test_behaviour.py never among them: the recorded fixture fails on
-any change, so it would also keep a bug present when it was recorded).  A mutant is caught when at
-least one of the gate tests fails; the script exits 1 when a mutant survives, when the unmutated copy
-fails, or when a defect's source text is gone (the package moved on: update MUTANTS).
+any change, so it would also keep a bug present when it was recorded).  Then the tests that failed
+run on an unmutated copy: a mutant is caught when at least one gate test fails on it and passes
+without it.  The script exits 1 when a mutant survives, when pytest cannot run the unmutated copy,
+or when a defect's source text is gone (the package moved on: update MUTANTS).
 
     python scripts/mutation_check.py                 # every mutant, on the tests named in TESTS
     python scripts/mutation_check.py --whole-gate    # every gate test but the fixture (minutes each)
@@ -127,27 +128,37 @@ def main(argv=None) -> int:
     mutants = [m for m in MUTANTS if not args.only or m.name in args.only]
     if args.only and len(mutants) != len(args.only):
         parser.error(f"unknown mutant among {args.only}; known: {[m.name for m in MUTANTS]}")
-    survived = []
+    caught_by: dict = {}
     with tempfile.TemporaryDirectory(prefix="fedpne-mutants-") as tmp:
-        clean = os.path.join(tmp, "clean")
-        copy_tree(clean)
-        code, failed, seconds = run_gate(clean, tests, args.workers)
-        print(f"unmutated: exit {code}, {len(failed)} failed, {seconds:.0f} s", flush=True)
-        if code != 0:
-            print("  the unmutated copy fails:", *failed, sep="\n    ")
-            return 1
         for mutant in mutants:
             dest = os.path.join(tmp, mutant.name)
             copy_tree(dest)
             apply(dest, mutant)
             code, failed, seconds = run_gate(dest, tests, args.workers, args.first)
-            verdict = "caught" if failed and code == 1 else "SURVIVED"
-            print(f"{mutant.name}: {verdict} ({mutant.why}; {seconds:.0f} s)", flush=True)
+            caught_by[mutant.name] = failed if code == 1 else []
+            print(f"{mutant.name}: {len(failed)} failed ({mutant.why}; {seconds:.0f} s)", flush=True)
             for test in failed:
                 print(f"    {test}")
-            if verdict != "caught":
-                survived.append(mutant.name)
             shutil.rmtree(dest)
+        # The control: a test that fails on a mutant shows the defect only if it passes without it.
+        failing = sorted({test for failed in caught_by.values() for test in failed})
+        broken: list = []
+        if failing:
+            clean = os.path.join(tmp, "clean")
+            copy_tree(clean)
+            code, broken, seconds = run_gate(clean, failing, args.workers)
+            print(f"unmutated, the {len(failing)} tests that failed: exit {code}, {len(broken)} failed, "
+                  f"{seconds:.0f} s", flush=True)
+            if code not in (0, 1):
+                return 1
+            for test in broken:
+                print(f"    fails unmutated too: {test}")
+    survived = []
+    for mutant in mutants:
+        shown = [test for test in caught_by[mutant.name] if test not in broken]
+        print(f"{mutant.name}: {'caught' if shown else 'SURVIVED'}")
+        if not shown:
+            survived.append(mutant.name)
     if survived:
         print("survived:", ", ".join(survived))
         return 1
