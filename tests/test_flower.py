@@ -717,6 +717,26 @@ def test_a_message_the_supernode_gives_up_is_forgotten_with_its_task():
     assert state.get_tasks(task_ids=[created[-1]])[0].status.sub_status == SubStatus.FAILED
 
 
+def test_the_supernode_looks_at_its_own_state_often_and_asks_the_superlink_less_when_idle(monkeypatch):
+    """The SuperNode's waits (fedpne_jax.flower.supernode._Time): Flower's 0.5 s waits for a reply or
+    a message's contents last LOCAL_WAIT; its 3 s idle poll lasts the node poll just after a message,
+    lengthening with the time since, up to LONGEST_IDLE."""
+    from fedpne_jax.flower import supernode
+    clock = supernode._Time(0.1)
+    now, slept = [1000.0], []
+    monkeypatch.setattr(supernode, "_time", SimpleNamespace(time=lambda: now[0], sleep=slept.append))
+    clock.last_message = now[0]
+    clock.sleep(0.5)
+    clock.sleep(3.0)
+    now[0] += 2.0
+    clock.sleep(3.0)
+    now[0] += 100.0
+    clock.sleep(3.0)
+    clock.sleep(0.005)
+    assert slept == [supernode.LOCAL_WAIT, 0.1, 0.2, supernode.LONGEST_IDLE, 0.005]
+    assert supernode.LOCAL_WAIT < 0.1 < supernode.LONGEST_IDLE
+
+
 def test_message_type_and_hello_round_trip():
     content = wire.query_content("run", 0, wire.EVALUATE, 2, np.ones((3, 2), np.float32), np.array([1, 2, 3]))
     header, points, counts = wire.read_query(_reply(content))

@@ -3,7 +3,8 @@ shorter idle poll, and each message answered by its own reply (:func:`answer_eac
 
 It runs ``flower-supernode`` unchanged except for that and that its idle waits last at most
 ``FEDPNE_FLOWER_NODE_POLL`` seconds (default 0.1; 0 or "off" keeps Flower's own), lengthening with
-the time since the last message.  ``fedpne flower local`` starts its SuperNodes this way.
+the time since the last message, and its waits for its own state (a reply, a message's contents)
+at most LOCAL_WAIT.  ``fedpne flower local`` starts its SuperNodes this way.
 :func:`quicker_pulls` (also called by the ServerApp and the warm ClientApp executor) shortens
 Flower's waits for a message's contents.
 
@@ -18,6 +19,9 @@ import types
 
 IDLE = 3.0          # Flower's wait after an ask that brought no message
 LONGEST_IDLE = 0.5
+# Flower's shorter waits (0.5 s) are for what the SuperNode holds itself (an executor's reply, a
+# message's contents in its object store): each look is a read of its own state, not a request.
+LOCAL_WAIT = 0.01
 
 
 class _Time(types.ModuleType):
@@ -29,9 +33,10 @@ class _Time(types.ModuleType):
         self.last_message = _time.time()
 
     def sleep(self, seconds: float) -> None:
-        cap = self._cap
         if seconds >= IDLE:
-            cap = max(cap, min(LONGEST_IDLE, cap + 0.05 * (_time.time() - self.last_message)))
+            cap = max(self._cap, min(LONGEST_IDLE, self._cap + 0.05 * (_time.time() - self.last_message)))
+        else:
+            cap = min(self._cap, LOCAL_WAIT)
         _time.sleep(min(seconds, cap))
 
     def __getattr__(self, name):
