@@ -2,9 +2,9 @@
 shorter idle poll, and each message answered by its own reply (:func:`answer_each_message`).
 
 It runs ``flower-supernode`` unchanged except for that and that its idle waits last at most
-``FEDPNE_FLOWER_NODE_POLL`` seconds (default 0.1; 0 or "off" keeps Flower's own), lengthening with
-the time since the last message, and its waits for its own state (a reply, a message's contents)
-at most LOCAL_WAIT.  ``fedpne flower local`` starts its SuperNodes this way.
+``FEDPNE_FLOWER_NODE_POLL`` seconds (default 0.1), lengthening with the time since the last
+message, and its waits for its own state (a reply, a message's contents) at most LOCAL_WAIT; 0 or
+"off" keeps all of Flower's own waits.  ``fedpne flower local`` starts its SuperNodes this way.
 :func:`quicker_pulls` (also called by the ServerApp and the warm ClientApp executor) shortens
 Flower's waits for a message's contents.
 
