@@ -737,6 +737,37 @@ def test_the_supernode_looks_at_its_own_state_often_and_asks_the_superlink_less_
     assert supernode.LOCAL_WAIT < 0.1 < supernode.LONGEST_IDLE
 
 
+def test_node_poll_off_in_any_spelling_of_zero_and_refused_when_not_seconds():
+    """FEDPNE_FLOWER_NODE_POLL: 0 in any spelling or "off" keeps Flower's waits (None), unset the
+    default; a value that is not seconds is refused by name, by the SuperNode and the warm executor
+    (exit status 2, before Flower starts) and by Deployment (before any process starts)."""
+    from fedpne_jax.flower import supernode
+    for raw in ("0", "0.0", " 0e0 ", "-0", "OFF", "off"):
+        assert supernode.node_poll(raw) is None, raw
+    assert supernode.node_poll("") == supernode.node_poll(" ") == supernode.DEFAULT_NODE_POLL
+    assert supernode.node_poll("0.25") == 0.25 and supernode.node_poll("2") == 2.0
+    for raw in ("-0.1", "nan", "inf", "fast", "0.1s"):
+        with pytest.raises(ValueError, match=f"FEDPNE_FLOWER_NODE_POLL .*{raw!r}"):
+            supernode.node_poll(raw)
+    env = dict(os.environ, FEDPNE_FLOWER_NODE_POLL="-1")
+    for module in ("fedpne_jax.flower.supernode", "fedpne_jax.flower.warm"):
+        done = subprocess.run([sys.executable, "-m", module, "--runtime-api-address", "127.0.0.1:1"]
+                              if module.endswith("warm") else [sys.executable, "-m", module, "--insecure"],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "FEDPNE_FLOWER_NODE_POLL" in done.stderr, (module, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
+    for bad in (-0.5, float("nan"), True, "0.1"):
+        with pytest.raises(ValueError, match="node_poll"):
+            local.Deployment(3, node_poll=bad)
+
+
+def test_a_deployment_at_node_poll_0_gives_its_processes_off():
+    with local.Deployment(3, node_poll=0, out=io.StringIO()) as d:
+        assert d.env["FEDPNE_FLOWER_NODE_POLL"] == "off"
+    with local.Deployment(3, node_poll=0.25, out=io.StringIO()) as d:
+        assert float(d.env["FEDPNE_FLOWER_NODE_POLL"]) == 0.25
+
+
 def test_message_type_and_hello_round_trip():
     content = wire.query_content("run", 0, wire.EVALUATE, 2, np.ones((3, 2), np.float32), np.array([1, 2, 3]))
     header, points, counts = wire.read_query(_reply(content))

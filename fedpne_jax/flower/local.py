@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import math
 import os
 import signal
 import socket
@@ -143,6 +144,8 @@ class Deployment:
                  interrupted: Optional[threading.Event] = None):
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
+        if isinstance(node_poll, bool) or not (isinstance(node_poll, (int, float)) and math.isfinite(node_poll) and node_poll >= 0):
+            raise ValueError(f"node_poll must be a number of seconds, 0 or more (0: Flower's own waits), got {node_poll!r}")
         if int(nodes_per_executor) < 1:
             raise ValueError(f"nodes_per_executor must be at least 1, got {nodes_per_executor!r}")
         if int(nodes_per_executor) > 1 and (isolation != "warm" or simulation):
@@ -183,7 +186,7 @@ class Deployment:
         self.env.setdefault("FLWR_TELEMETRY_ENABLED", "0")
         self.env.setdefault("FLWR_DISABLE_UPDATE_CHECK", "1")
         self.env.update({"FLWR_HOME": self.home, "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-                         "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(exec_poll), "FEDPNE_FLOWER_NODE_POLL": str(node_poll),
+                         "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(exec_poll), "FEDPNE_FLOWER_NODE_POLL": repr(float(node_poll)) if node_poll else "off",
                          "PYTHONPATH": os.pathsep.join(paths), "PYTHONUNBUFFERED": "1"})
         self.env.update(extra_env or {})
 

@@ -3,8 +3,9 @@ shorter idle poll, and each message answered by its own reply (:func:`answer_eac
 
 It runs ``flower-supernode`` unchanged except for that and that its idle waits last at most
 ``FEDPNE_FLOWER_NODE_POLL`` seconds (default 0.1), lengthening with the time since the last
-message, and its waits for its own state (a reply, a message's contents) at most LOCAL_WAIT; 0 or
-"off" keeps all of Flower's own waits.  ``fedpne flower local`` starts its SuperNodes this way.
+message, and its waits for its own state (a reply, a message's contents) at most LOCAL_WAIT; 0 (in
+any spelling: "0.0", "0e0") or "off" keeps all of Flower's own waits, and any other value that is not a
+number of seconds above 0 is refused (exit status 2) before Flower starts.  ``fedpne flower local`` starts its SuperNodes this way.
 :func:`quicker_pulls` (also called by the ServerApp and the warm ClientApp executor) shortens
 Flower's waits for a message's contents.
 
@@ -12,6 +13,7 @@ Flower's waits and why they are shortened: docs/guides/flower.md, section "Insid
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time as _time
@@ -22,6 +24,28 @@ LONGEST_IDLE = 0.5
 # Flower's shorter waits (0.5 s) are for what the SuperNode holds itself (an executor's reply, a
 # message's contents in its object store): each look is a read of its own state, not a request.
 LOCAL_WAIT = 0.01
+NODE_POLL = "FEDPNE_FLOWER_NODE_POLL"
+DEFAULT_NODE_POLL = 0.1
+
+
+def node_poll(raw: str | None = None) -> float | None:
+    """FEDPNE_FLOWER_NODE_POLL (or ``raw``) in seconds, or None where Flower's own waits are kept:
+    "off" or any spelling of 0.  Unset or empty: the default.  ValueError, naming the variable, for
+    anything else that is not a finite number of seconds: a 0 read as a cap of 0 s would make every
+    wait a busy loop."""
+    text = os.environ.get(NODE_POLL, "") if raw is None else raw
+    text = text.strip().lower()
+    if text == "":
+        return DEFAULT_NODE_POLL
+    if text == "off":
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{NODE_POLL} must be a number of seconds (0 or more) or 'off', not {text!r}")
+    return seconds or None
 
 
 class _Time(types.ModuleType):
@@ -160,19 +184,23 @@ def cap_pulls(**caps: float) -> None:
 def quicker_pulls(first: float = 0.02) -> None:
     """Flower's first wait for a message content not yet pushed: ``first`` s instead of 1 s (doubling
     to Flower's cap as before; its limits on tries and time unchanged).  Unless
-    FEDPNE_FLOWER_NODE_POLL is 0 or "off"."""
-    if os.environ.get("FEDPNE_FLOWER_NODE_POLL", "").strip().lower() in ("0", "off"):
+    FEDPNE_FLOWER_NODE_POLL is 0 or "off" (:func:`node_poll`)."""
+    if node_poll() is None:
         return
     cap_pulls(initial_backoff=first)
 
 
 def main() -> None:
+    try:
+        poll = node_poll()
+    except ValueError as err:
+        print(f"fedpne: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     from flwr.supernode import start_client_internal
     from flwr.supernode.cli import flower_supernode
-    raw = os.environ.get("FEDPNE_FLOWER_NODE_POLL", "0.1").strip().lower()
     answer_each_message(start_client_internal)
-    if raw not in ("0", "off", ""):
-        clock = _Time(float(raw))
+    if poll is not None:
+        clock = _Time(poll)
         start_client_internal.time = clock
         _note_messages(start_client_internal, clock)
     quicker_pulls()

@@ -23,7 +23,7 @@ import traceback
 # executor, not per run (a ClientApp executor imports the same JAX and package for its app).
 from fedpne_jax.core.processes import exit_when_gone
 from fedpne_jax.flower import server  # noqa: F401
-from fedpne_jax.flower.supernode import cap_pulls, quicker_pulls
+from fedpne_jax.flower.supernode import cap_pulls, node_poll, quicker_pulls
 
 
 def _refused() -> None:
@@ -285,6 +285,10 @@ def main(argv=None) -> None:
                    help="exit when this process exits (given several times: when all of them have)")
     p.add_argument("--poll", type=float, default=0.02, help="seconds between two asks for a task")
     args = p.parse_args(argv)
+    try:
+        node_poll()      # read by every task's quicker_pulls: refused once, here, not in a loop of tasks
+    except ValueError as err:
+        p.error(str(err))
     if args.parent_pid is not None:
         exit_when_gone(args.parent_pid, 0, 0.2)   # one of several SuperNodes stopped: serve the others
     if isinstance(sys.stdout, io.TextIOWrapper):     # not when a caller has replaced it
