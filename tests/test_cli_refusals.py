@@ -104,11 +104,23 @@ def test_resuming_a_plugin_sweep_without_its_plugin_names_the_plugin(tmp_path, c
     (["--nodes-per-executor", "2", "--simulation"], "--nodes-per-executor shares warm executors"),
     (["--timeout", "0"], "--timeout must be a positive number of seconds, got 0.0"),
     (["--timeout", "-5"], "--timeout must be a positive number of seconds, got -5.0"),
+    # The run config's checks, named as the options (flower/spec.py), and the objective's own.
+    (["--client-timeout", "nan"], "--client-timeout: expected a number of seconds > 0 (inf: no limit), got nan"),
+    (["--node-timeout", "0"], "--node-timeout: expected a number of seconds > 0 (inf: no limit), got 0.0"),
+    (["--clients", "0"], "num_clients (M) must be an integer in [1,"),
+    (["--horizon", "0"], "horizon (T) must be an integer in [1,"),
+    (["--seed", "-1"], "--seed: expected an integer in [0, 2^32), got -1"),
+    (["--objective-seed", "-1"], "--objective-seed: expected an integer in [0, 2^31 - 1], got -1"),
+    (["--amplitude", "nan"], "--amplitude: expected a finite number, got nan"),
+    (["--heterogeneity", "bogus"], "heterogeneity must be one of ('none', 'shift', 'fourier'), got 'bogus'"),
+    (["--function", "m:f", "--lo", "0,nan", "--hi", "1,1"], "--lo: expected finite numbers, got '0,nan'"),
+    (["--function", "m:f", "--lo", "1,0", "--hi", "0,1"], "the box needs 'lo' < 'hi' in every dimension"),
 ])
 def test_flower_local_refuses_before_starting_a_process(tmp_path, capsys, args, message):
     """Refused by name before any SuperLink or SuperNode starts (the working folder stays empty)."""
     work = tmp_path / "work"
-    assert main(["flower", "local", "--clients", "3", "--horizon", "10", "--workdir", str(work), *args]) == 2
+    assert main(["flower", "local", "--clients", "3", "--horizon", "10", "--workdir", str(work), *args]) == 2, \
+        capsys.readouterr().err
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not work.exists()

@@ -60,7 +60,7 @@ def test_prune_deletes_the_oldest_cache_files_and_nothing_else(tmp_path):
     assert (old / "notes.txt").exists() and (tmp_path / "elsewhere-cache").exists()
 
 
-@pytest.mark.parametrize("value", ["off", "OFF", "0", "false", "no", "none"])
+@pytest.mark.parametrize("value", ["off", "OFF", "0", "false", "no", "none", "0.0", " 0e0 ", "-0", " off "])
 def test_off_turns_it_off(value, jax_cache_setting):
     assert compile_cache.enable(environ={compile_cache.ENV: value}) is None
     assert jax.config.jax_compilation_cache_dir is None
@@ -107,6 +107,12 @@ def test_enable_uses_a_private_folder_per_processor(tmp_path, jax_cache_setting)
     assert got == compile_cache.folder(tmp_path / "c") and got.is_dir()
     assert jax.config.jax_compilation_cache_dir == str(got)
     assert (got.stat().st_mode & 0o777) == 0o700 and ((tmp_path / "c").stat().st_mode & 0o077) == 0
+
+
+def test_the_variable_is_read_without_its_surrounding_spaces(tmp_path, jax_cache_setting):
+    got = compile_cache.enable(environ={compile_cache.ENV: f"  {tmp_path / 'c'}\n"})
+    assert got == compile_cache.folder(tmp_path / "c") and got.is_dir()
+    assert [p.name for p in tmp_path.iterdir()] == ["c"]
 
 
 def test_default_folder_follows_xdg_cache_home(tmp_path):

@@ -463,6 +463,56 @@ def test_run_config_defaults_are_fedpne_runs():
         spec.problem({"horizn": 5})
 
 
+@pytest.mark.parametrize("key,value,says", [
+    ("clients", 0, "num_clients (M) must be an integer in [1,"),       # 0 is refused, not read as "not given"
+    ("horizon", "0.0", "horizon (T) must be an integer in [1,"),
+    ("horizon", float("inf"), "run config 'horizon': expected an integer, got inf"),
+    ("seed", "1e400", "run config 'seed': expected an integer, got '1e400'"),
+    ("seed", "nan", "run config 'seed': expected an integer, got 'nan'"),
+    ("seed", 2**32, "run config 'seed': expected an integer in [0, 2^32)"),
+    ("objective-seed", -1, "run config 'objective-seed': expected an integer in [0, 2^31 - 1], got -1"),
+    ("f-star", "abc", "run config 'f-star': expected a number, got 'abc'"),
+    ("f-star", "nan", "run config 'f-star': expected a finite number, got 'nan'"),
+    ("amplitude", "inf", "run config 'amplitude': expected a finite number, got 'inf'"),
+])
+def test_run_config_problem_refuses_naming_the_key(key, value, says):
+    from fedpne_jax.flower import spec
+    with pytest.raises(ValueError) as caught:
+        spec.problem({key: value})
+    assert says in str(caught.value)
+
+
+@pytest.mark.parametrize("key,value,says", [
+    ("client-timeout", "nan", "run config 'client-timeout': expected a number of seconds > 0 (inf: no limit), got 'nan'"),
+    ("client-timeout", 0, "run config 'client-timeout': expected a number of seconds > 0"),
+    ("node-timeout", -5, "run config 'node-timeout': expected a number of seconds > 0"),
+    ("node-timeout", "soon", "run config 'node-timeout': expected a number of seconds > 0"),
+    ("poll", -1, "run config 'poll': expected a finite number >= 0, got -1"),
+    ("poll", "nan", "run config 'poll': expected a finite number >= 0, got 'nan'"),
+    ("resume", "maybe", "run config 'resume': expected true or false, got 'maybe'"),
+    ("resume", 2, "run config 'resume': expected true or false, got 2"),
+    ("on-client-loss", "retry", "run config 'on-client-loss': 'retry' is not one of"),
+    ("crash-after-step", "2.7", "run config 'crash-after-step': expected an integer, got '2.7'"),
+])
+def test_server_settings_refuse_naming_the_key(key, value, says):
+    from fedpne_jax.flower import spec
+    with pytest.raises(ValueError) as caught:
+        spec.server_settings({key: value})
+    assert says in str(caught.value)
+
+
+def test_server_settings_read_yes_and_no_in_any_spelling():
+    """A TOML file may hold "false" as a string: a test of truth would resume."""
+    from fedpne_jax.flower import spec
+    for value in (False, 0, "false", " FALSE ", "no", "off", "0"):
+        assert spec.server_settings({"resume": value}).resume is False, value
+    for value in (True, 1, "true", "Yes", "on", "1", ""):
+        assert spec.server_settings({"resume": value}).resume is True, value
+    settings = spec.server_settings({"client-timeout": "inf", "poll": "0", "on-client-loss": " continue "})
+    assert settings.client_timeout == float("inf") and settings.poll == 0.0 and settings.on_client_loss == "continue"
+    assert spec.server_settings({}) == spec.ServerSettings(True, 300.0, 300.0, spec.DEFAULT_POLL, "stop", -1)
+
+
 def _reply(content=None, error=None):
     meta = Metadata(run_id=1, message_id="", src_node_id=7, dst_node_id=0, reply_to_message_id="x", group_id="",
                     created_at=time.time(), ttl=60, message_type=wire.QUERY)

@@ -3,10 +3,10 @@ this package's, for the command line and for callers who ask.
 
 A later process still traces and lowers, but skips XLA, with every result the same bit for bit.
 ``$FEDPNE_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/fedpne-jax/xla``, else ``~/.cache/fedpne-jax/xla``
-(``off`` turns it off), one folder per JAX version and processor; a ``JAX_COMPILATION_CACHE_DIR``
-the caller set is left as it is, and so is a ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``.  A
-folder another user owns or others may write to is not used, and the cache keeps ``MAX_BYTES`` at
-most.
+(a word of ``OFF`` in any case, or 0 in any spelling, turns it off), one folder per JAX version and
+processor; a ``JAX_COMPILATION_CACHE_DIR`` the caller set is left as it is, and so is a
+``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``.  A folder another user owns or others may write to
+is not used, and the cache keeps ``MAX_BYTES`` at most.
 
 Why per processor, the safety rules and the times: docs/guides/hosts.md, section "Compilation
 cache".
@@ -35,6 +35,18 @@ CACHE_SUFFIXES = ("-cache", "-atime")     # the names JAX gives its entries and 
 MIN_COMPILE_SECONDS = 0.1
 # JAX reads its own variable for the threshold when it is imported; a caller who set it keeps it.
 MIN_COMPILE_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
+
+
+def is_off(value: str) -> bool:
+    """Whether a setting of ENV turns the cache off: a word of OFF in any case, or 0 in any spelling
+    ("0.0" is not a folder anyone means)."""
+    text = value.strip().lower()
+    if text in OFF:
+        return True
+    try:
+        return float(text) == 0
+    except ValueError:
+        return False
 
 
 def default_root(environ=None) -> Path:
@@ -105,8 +117,8 @@ def enable(path: str | os.PathLike | None = None, environ=None) -> Path | None:
     current = jax.config.values["jax_compilation_cache_dir"]
     if current:
         return Path(current)
-    value = os.fspath(path) if path is not None else environ.get(ENV, "")
-    if value.strip().lower() in OFF:
+    value = os.fspath(path) if path is not None else environ.get(ENV, "").strip()
+    if is_off(value):
         return None
     root = Path(value).expanduser() if value.strip() else default_root(environ)
     target = folder(root)

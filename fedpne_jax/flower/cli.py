@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -106,7 +107,14 @@ def command(args, check_output_file, describe_params) -> int:
     if args.timeout is not None and not args.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     config = run_config(args)
-    problem = spec.problem(config)       # refuses bad options before any process starts
+    # Bad options are refused before any process starts: the problem, the server's settings, and the
+    # objective itself (its heterogeneity, amplitude, seed and size are checked where it is made).
+    try:
+        problem = spec.problem(config)
+        spec.server_settings(config)
+        problem.objective()
+    except ValueError as err:       # each key is the option of the same name
+        raise ValueError(re.sub(r"run config '([\w-]+)'", r"--\1", str(err))) from None
     with tempfile.TemporaryDirectory(prefix="fedpne-flower-out-") as scratch:
         output = os.path.abspath(args.output) if args.output not in (None, "-") else os.path.join(scratch, "r.json")
         state = os.path.abspath(args.state) if args.state else spec.default_paths(problem)[0]

@@ -49,8 +49,8 @@ def write_json_atomic(path: str, data: dict) -> None:
 def main(grid: Grid, context: Context) -> None:
     run_config = dict(context.run_config)
     status = spec.given(run_config, "status")
-    quicker_pulls()
     try:
+        quicker_pulls()      # in the try: a bad FEDPNE_FLOWER_NODE_POLL is reported as any other error
         serve(grid, run_config)
     except BaseException as err:
         if isinstance(err, RunNotRunningException) or (isinstance(err, Exception) and stopped_at_superlink(grid)):
@@ -109,20 +109,16 @@ def serve(grid: Grid, run_config: dict) -> dict:
     if not (state_path and output):
         default_state, default_output = spec.default_paths(problem)
         state_path, output = state_path or default_state, output or default_output
-    timeout = float(spec.given(run_config, "client-timeout"))
-    node_timeout = float(spec.given(run_config, "node-timeout"))
-    poll = float(spec.given(run_config, "poll"))
-    on_loss = str(spec.given(run_config, "on-client-loss"))
-    if on_loss not in spec.ON_CLIENT_LOSS:
-        raise ValueError(f"run config 'on-client-loss': {on_loss!r} is not one of {spec.ON_CLIENT_LOSS}")
-    crash_after = int(spec.given(run_config, "crash-after-step"))
+    settings = spec.server_settings(run_config)
+    timeout, node_timeout, poll = settings.client_timeout, settings.node_timeout, settings.poll
+    on_loss, crash_after = settings.on_client_loss, settings.crash_after_step
     book_path = state_path + ".json"
     fingerprint = problem.fingerprint()
     space = space_of(problem)
 
     book: dict[str, Any] = {"fingerprint": fingerprint, "steps": [], "lost": [], "resumed_at": []}  # JSON
     opt = None
-    if spec.given(run_config, "resume") and os.path.exists(state_path):
+    if settings.resume and os.path.exists(state_path):
         try:
             with open(book_path) as fh:
                 saved = json.load(fh)

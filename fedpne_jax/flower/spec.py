@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 from typing import Any, Optional
 
@@ -20,6 +21,7 @@ import objectives
 from fedpne_jax.core import registry
 from fedpne_jax.core.config import parse_noise
 from fedpne_jax.core.optimizer import _to_json
+from fedpne_jax.core.validation import is_seed
 
 OPTION_KEYS = ("nu", "rho", "c", "c1", "delta", "k", "split", "noise", "pull", "sampling", "dp-epsilon",
                "dp-delta", "checkpoints", "capacity")
@@ -32,8 +34,9 @@ ON_CLIENT_LOSS = ("stop", "continue")
 # they agree): the command line imports this module, so this module may not import it.
 DEFAULT_NOISE = "gaussian:0.1"
 DEFAULT_CHECKPOINTS = 100
+DEFAULT_POLL = 0.02
 DEFAULTS = {"algorithm": "fedpne", "objective": "garland", "seed": 0, "objective-seed": 0, "resume": True,
-            "client-timeout": 300.0, "node-timeout": 300.0, "on-client-loss": "stop", "poll": 0.02,
+            "client-timeout": 300.0, "node-timeout": 300.0, "on-client-loss": "stop", "poll": DEFAULT_POLL,
             "crash-after-step": -1}
 
 
@@ -55,9 +58,77 @@ def _int(run_config, key: str) -> Optional[int]:
         number = float(value)
     except ValueError:
         raise ValueError(f"run config {key!r}: expected an integer, got {value!r}") from None
-    if number != int(number):
+    if not math.isfinite(number) or number != int(number):
         raise ValueError(f"run config {key!r}: expected an integer, got {value!r}")
     return int(number)
+
+
+def _float(run_config, key: str, low: float = -math.inf, infinite: bool = False) -> Optional[float]:
+    """``key``'s number, at least ``low``; NaN refused, and infinity unless ``infinite``."""
+    value = given(run_config, key)
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"run config {key!r}: expected a number, got {value!r}") from None
+    if math.isnan(number) or number < low or (math.isinf(number) and not infinite):
+        bound = "" if low == -math.inf else f" >= {low:g}"
+        raise ValueError(f"run config {key!r}: expected a {'' if infinite else 'finite '}number{bound}, got {value!r}")
+    return number
+
+
+TRUE, FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def _bool(run_config, key: str) -> bool:
+    """``key`` as a yes/no: a bool, 0 or 1, or one of TRUE and FALSE in any case (a TOML file may hold
+    "false" as a string, which a test of truth would read as yes)."""
+    value = given(run_config, key)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if text in TRUE or text in FALSE:
+        return text in TRUE
+    raise ValueError(f"run config {key!r}: expected true or false, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerSettings:
+    """The ServerApp's own keys (SERVER_KEYS but the paths), checked."""
+    resume: bool
+    client_timeout: float       # seconds for a step's replies (inf: wait for ever)
+    node_timeout: float         # seconds for the SuperNodes to join
+    poll: float                 # seconds between two looks for replies
+    on_client_loss: str
+    crash_after_step: int       # tests: the server crashes after this step (-1: never)
+
+
+def server_settings(run_config) -> ServerSettings:
+    """The server's keys of a Flower run config (ValueError naming the key): the command line checks
+    them before starting any process, the ServerApp before its run."""
+    timeouts = []
+    for key in ("client-timeout", "node-timeout"):
+        try:
+            seconds = _float(run_config, key, low=0.0, infinite=True)
+        except ValueError:
+            seconds = None
+        if not seconds:         # None, 0, or refused above
+            raise ValueError(f"run config {key!r}: expected a number of seconds > 0 (inf: no limit), "
+                             f"got {given(run_config, key)!r}")
+        timeouts.append(seconds)
+    on_loss = str(given(run_config, "on-client-loss")).strip()
+    if on_loss not in ON_CLIENT_LOSS:
+        raise ValueError(f"run config 'on-client-loss': {on_loss!r} is not one of {ON_CLIENT_LOSS}")
+    crash_after = _int(run_config, "crash-after-step")
+    poll = _float(run_config, "poll", low=0.0)
+    return ServerSettings(_bool(run_config, "resume"), timeouts[0], timeouts[1],
+                          DEFAULT_POLL if poll is None else poll,
+                          on_loss, -1 if crash_after is None else crash_after)
 
 
 def _floats(run_config, key: str) -> Optional[tuple]:
@@ -66,9 +137,12 @@ def _floats(run_config, key: str) -> Optional[tuple]:
         return None
     items = value if isinstance(value, (list, tuple)) else str(value).replace(";", ",").split(",")
     try:
-        return tuple(float(v) for v in items)
-    except ValueError:
+        numbers = tuple(float(v) for v in items)
+    except (TypeError, ValueError):
         raise ValueError(f"run config {key!r}: expected numbers separated by commas, got {value!r}") from None
+    if not all(math.isfinite(v) for v in numbers):
+        raise ValueError(f"run config {key!r}: expected finite numbers, got {value!r}")
+    return numbers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,17 +200,17 @@ def problem(run_config) -> Problem:
             raise ValueError(f"run config: {field} is set both as a key and in 'set' ({item}); give it once")
         options[field] = value
     seed = _int(run_config, "seed")
-    if seed is None:                # only a run config that holds None itself: "" means the default, 0
-        raise ValueError("run config 'seed': expected an integer, got None")
+    if seed is None or not 0 <= seed < 2**32:   # None: a run config that holds None itself ("" is the default, 0)
+        raise ValueError(f"run config 'seed': expected an integer in [0, 2^32), got {given(run_config, 'seed')!r}")
     seeds = _int(run_config, "seeds")
     if seeds is not None and seeds < 1:
         raise ValueError(f"run config 'seeds': expected a count >= 1, got {seeds}")
     seeds = None if seeds == 1 else seeds       # one run, as fedpne run --seeds 1 (its state and result the same)
     function = given(run_config, "function")
     horizon = _int(run_config, "horizon")
-    clients = _int(run_config, "clients") or None
-    f_star = given(run_config, "f-star")
-    f_star = None if f_star is None else float(f_star)
+    # 0 is a count the config refuses by name, not "not given".
+    clients = _int(run_config, "clients")
+    f_star = _float(run_config, "f-star")
     if function is not None:
         function = str(function)
         if ":" not in function:
@@ -144,6 +218,8 @@ def problem(run_config) -> Problem:
         lo, hi = _floats(run_config, "lo"), _floats(run_config, "hi")
         if lo is None or hi is None or len(lo) != len(hi):
             raise ValueError("run config: a 'function' needs 'lo' and 'hi', its box, of one length (\"a,b\")")
+        if not all(a < b for a, b in zip(lo, hi)):
+            raise ValueError(f"run config: the box needs 'lo' < 'hi' in every dimension, got lo={lo}, hi={hi}")
         if clients is None or horizon is None:
             raise ValueError("run config: a 'function' needs 'clients' and 'horizon'")
         options["horizon"] = horizon
@@ -153,15 +229,19 @@ def problem(run_config) -> Problem:
     noise_kind = parse_noise(options.get("noise", DEFAULT_NOISE))[0]
     heterogeneity = given(run_config, "heterogeneity") or objectives.default_heterogeneity(name, noise_kind)
     default_clients, default_horizon = objectives.default_size(name)
-    clients = clients or options.get("num_clients", default_clients)
-    options["horizon"] = horizon or options.get("horizon", default_horizon)
+    clients = clients if clients is not None else options.get("num_clients", default_clients)
+    options["horizon"] = horizon if horizon is not None else options.get("horizon", default_horizon)
     config = make_config(algorithm, options, clients)
-    amplitude = given(run_config, "amplitude")
+    amplitude = _float(run_config, "amplitude")
+    objective_seed = _int(run_config, "objective-seed")
+    if not is_seed(objective_seed):
+        raise ValueError(f"run config 'objective-seed': expected an integer in [0, 2^31 - 1], "
+                         f"got {given(run_config, 'objective-seed')!r}")
     args = {"name": name, "num_clients": clients, "heterogeneity": heterogeneity,
-            "seed": _int(run_config, "objective-seed"), "dim": _int(run_config, "dim"),
+            "seed": objective_seed, "dim": _int(run_config, "dim"),
             "instance": _int(run_config, "instance")}
     if amplitude is not None:
-        args["amplitude"] = float(amplitude)
+        args["amplitude"] = amplitude
     return Problem(algorithm, config, _askers(config, clients), args, None, None, f_star, seed, seeds)
 
 
