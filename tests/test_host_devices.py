@@ -22,17 +22,19 @@ def test_the_default_is_one_device_per_core_this_process_may_use():
                                      {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=1"},
                                      {"JAX_NUM_CPU_DEVICES": "5"},
                                      {"FEDPNE_HOST_DEVICES": "off"}, {"FEDPNE_HOST_DEVICES": "1"},
-                                     {"FEDPNE_HOST_DEVICES": " OFF "}])
+                                     {"FEDPNE_HOST_DEVICES": " OFF "}, {"FEDPNE_HOST_DEVICES": "1.0"},
+                                     {"FEDPNE_HOST_DEVICES": "0.0"}])
 def test_a_count_the_caller_chose_or_the_default_of_one_is_kept(environ):
     assert host_devices.requested(environ) is None
     assert host_devices.enable(environ) is None
 
 
 def test_a_count_asked_for_is_used():
-    assert host_devices.requested({"FEDPNE_HOST_DEVICES": "3"}) == 3
+    for spelling in ("3", " 3 ", "3.0", "3e0", "0_3"):
+        assert host_devices.requested({"FEDPNE_HOST_DEVICES": spelling}) == 3, spelling
 
 
-@pytest.mark.parametrize("value", ["-2", "two", "1.5", "0x2"])
+@pytest.mark.parametrize("value", ["-2", "two", "1.5", "0x2", "nan", "inf", "-1.0"])
 def test_a_bad_count_is_refused_naming_the_variable(value, monkeypatch, capsys):
     with pytest.raises(ValueError, match=f"FEDPNE_HOST_DEVICES must be a positive number of devices or off, got '{value}'"):
         host_devices.requested({"FEDPNE_HOST_DEVICES": value})

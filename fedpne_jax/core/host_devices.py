@@ -11,6 +11,7 @@ Why, when a call is sharded, and the times: docs/guides/hosts.md, section "A CPU
 """
 from __future__ import annotations
 
+import math
 import os
 
 import jax
@@ -48,12 +49,14 @@ def requested(environ=None) -> int | None:
     if value in OFF:
         return None
     try:
-        count = int(value)
+        number = float(value.replace("_", "")) if not value.startswith(("0x", "0b", "0o")) else math.nan
     except ValueError:
-        count = 0
-    if count < 1:
+        number = math.nan
+    if number in (0, 1):            # off in any spelling, as "0" and "1" are
+        return None
+    if not (number.is_integer() and number > 1):
         raise ValueError(f"{ENV} must be a positive number of devices or off, got {environ[ENV]!r}")
-    return count
+    return int(number)
 
 
 def enable(environ=None) -> int | None:
