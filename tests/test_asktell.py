@@ -200,6 +200,11 @@ def test_damaged_and_foreign_files_are_refused(garland1, tmp_path):
         fp.Optimizer.load(foreign)
     with pytest.raises(ValueError, match="no such file"):
         fp.Optimizer.load(tmp_path / "missing.fpne")
+    with pytest.raises(ValueError, match="not a regular file"):
+        fp.Optimizer.load(tmp_path)
+    os.mkfifo(tmp_path / "fifo")         # opened, it would wait for a writer
+    with pytest.raises(ValueError, match="fifo: not a regular file"):
+        fp.Optimizer.load(tmp_path / "fifo")
 
 
 def test_bad_calls_are_refused_and_change_nothing(garland1):
@@ -209,7 +214,12 @@ def test_bad_calls_are_refused_and_change_nothing(garland1):
     good = _values(garland1, q)
     for values, match in [(np.zeros((2, 1)), r"values must have the query's shape \(1, 1\)"),
                           (np.array([[np.nan]]), "hold NaN or inf"), (np.array([[np.inf]]), "hold NaN or inf"),
-                          ("abc", "values must be an array of numbers")]:
+                          # finite in float64, inf in the run's float32
+                          (np.array([[1e39]]), r"hold NaN or inf \(in float32, the run's precision\)"),
+                          ("abc", "values must be an array of real numbers"),
+                          (np.array([["0.5"]]), "array of real numbers of shape \\(1, 1\\), got ndarray of <U3"),
+                          (np.array([[True]]), "got ndarray of bool"), (np.array([[0.5 + 1j]]), "got ndarray of complex"),
+                          ([[0.5], [0.5, 0.5]], "got list")]:
         with pytest.raises((ValueError, TypeError), match=match):
             opt.tell(q, values)
     assert opt.step == 0
@@ -228,8 +238,31 @@ def test_bad_calls_are_refused_and_change_nothing(garland1):
         fp.Optimizer(_hct(8), garland1, seeds=0)
     with pytest.raises(ValueError, match="space: need finite lo < hi"):
         fp.Optimizer(_hct(8), ([1.0], [0.0]))
+    with pytest.raises(ValueError, match=r"f_star must be a finite number \(in float32"):
+        fp.Optimizer(_hct(8), ([0.0], [1.0]), f_star=1e39)
     with pytest.raises(TypeError, match="space must be an objectives.Objective or a box"):
         fp.Optimizer(_hct(8), 3)
+
+
+def test_the_pure_tell_refuses_a_shape_at_trace_time_and_flags_non_finite_values(garland1):
+    """fp.stepper's tell cannot raise on values inside a program, so NaN or inf told where a pull was
+    asked (inf after the cast to float32 too) sets the TOLD_NONFINITE bit; a shape is static, so
+    another one is refused when the function is traced (no broadcast)."""
+    s = fp.stepper(_hct(8), garland1)
+    tell = jax.jit(s.tell)
+    state = s.init(jax.random.key(0))
+    query, state = s.ask(state)
+    for values in (jnp.zeros(()), jnp.zeros(3), jnp.zeros((2, 2)), jnp.zeros((1,))):
+        with pytest.raises(ValueError, match=r"tell: values must have the query's shape \(1, 1\)"):
+            tell(state, query, values)
+    with pytest.raises(TypeError, match="real numbers, got dtype bool"):
+        tell(state, query, jnp.ones((1, 1), bool))
+    for bad in (np.nan, np.inf, 1e39):
+        with np.errstate(over="ignore"):                # 1e39 is inf in float32
+            after = tell(state, query, np.full((1, 1), bad))
+        assert int(after.error) == stepper_lib.TOLD_NONFINITE and int(after.step) == 1
+    told = tell(state, query, np.asarray(_values(garland1, query)))
+    assert int(told.error) == 0 and int(told.step) == 1
 
 
 def test_a_value_in_an_empty_slot_is_refused():
@@ -283,18 +316,34 @@ def test_any_sequence_of_calls_keeps_the_run(garland1, undisturbed, tmp_path, ca
     np.testing.assert_array_equal(opt.result().curves, undisturbed)
 
 
-def test_a_table_outgrown_by_an_ask_is_grown_and_the_step_asked_again():
+def test_a_table_outgrown_by_an_ask_is_grown_and_the_step_asked_again(tmp_path):
     """Fed-PNE expands its tree before a phase, in ask: a table that overflows there is grown, the
     told steps replayed on it, and the phase asked again (never an empty query told as a step)."""
     config = fp.make_config("fedpne", num_clients=4, horizon=200, noise="none", checkpoints=10)
     opt = fp.Optimizer(config, ((-4.0, -2.0), (1.0, 1.0)), f_star=1.0)
-    shapes = []
+    shapes, saved = [], {}
     while not opt.done:
         q = opt.ask()
         assert q.counts.sum() > 0
         shapes.append(q.counts.shape[1])
+        if shapes[0] < shapes[-1] and not saved:     # just grown, its ask pending: saved as such
+            saved["pending"] = (tmp_path / "pending.fpne", opt.step)
+            opt.save(saved["pending"][0])
         opt.tell(q, np.where(q.counts > 0, 0.5, np.nan))
+        if shapes[0] < shapes[-1] and len(saved) == 1:
+            saved["told"] = (tmp_path / "told.fpne", opt.step)
+            opt.save(saved["told"][0])
     assert shapes[0] < shapes[-1]                      # the node table grew
     result = opt.result()
     # Every pull told 0.5 with f* = 1: the regret at round t is t / 2.
     np.testing.assert_array_equal(result.curves[0], 0.5 * np.asarray(config.checkpoint_rounds))
+    opt.save(tmp_path / "done.fpne")
+    # Saved after the growth, the run loads onto the grown tables (its told values are that wide)
+    # and finishes with the same numbers.
+    for path, step in [*saved.values(), (tmp_path / "done.fpne", opt.step)]:
+        again = fp.Optimizer.load(path)
+        assert again.step == step and again.stepper.slots == opt.stepper.slots
+        while not again.done:
+            q = again.ask()
+            again.tell(q, np.where(q.counts > 0, 0.5, np.nan))
+        np.testing.assert_array_equal(again.result().curves, result.curves)

@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 import uuid
 import zipfile
 from typing import Any, Optional
@@ -167,18 +168,25 @@ class Optimizer:
 
     def _check_values(self, counts: np.ndarray, values) -> np.ndarray:
         try:
-            values = np.array(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(f"values must be an array of numbers of shape {counts.shape}, got "
-                            f"{type(values).__name__}") from None
+            raw: Optional[np.ndarray] = np.asarray(values)
+        except (TypeError, ValueError):       # a ragged nesting of sequences
+            raw = None
+        # Only real numbers: a complex value would lose its imaginary part, and a string or a bool
+        # would be converted, without a word.
+        if raw is None or raw.dtype.kind not in "fiu":
+            got = type(values).__name__ + ("" if raw is None else f" of {raw.dtype}")
+            raise TypeError(f"values must be an array of real numbers of shape {counts.shape}, got {got}")
+        values = raw.astype(np.float64)
         if values.shape != counts.shape:
             raise ValueError(f"values must have the query's shape {counts.shape} (counts), got {values.shape}")
         used = counts > 0
-        bad = used & ~np.isfinite(values)
+        real = self._stepper.real
+        with np.errstate(over="ignore"):
+            bad = used & ~np.isfinite(values.astype(real))      # as the run will hold them
         if bad.any():
             where = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(f"values: {int(bad.sum())} asked slot(s) hold NaN or inf, e.g. at {where}: "
-                             f"{values[where]!r}")
+            raise ValueError(f"values: {int(bad.sum())} asked slot(s) hold NaN or inf (in {real}, the run's "
+                             f"precision), e.g. at {where}: {values[where]!r}")
         extra = ~used & ~np.isnan(values)
         if extra.any():
             where = tuple(int(i) for i in np.argwhere(extra)[0])
@@ -191,6 +199,8 @@ class Optimizer:
         more slots, and its rows keep their indices (rows are created in order), so a step told
         before the growth is the same step with empty slots added."""
         width = self._stepper.slots[-1]
+        if any(v.shape[-1] > width for v in self._values):
+            raise ValueError(f"told values wider than the tables' {width} slots")
         return np.stack([np.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, width - v.shape[-1])], constant_values=np.nan)
                          for v in self._values])
 
@@ -275,6 +285,14 @@ class Optimizer:
         file).  A damaged, foreign or mismatched file is refused by name (ValueError)."""
         path = os.fspath(path)
         try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such file") from None
+        except OSError as err:
+            raise ValueError(f"{path}: cannot read it ({err.strerror})") from None
+        if not stat.S_ISREG(mode):      # a folder, or a FIFO that would wait for a writer
+            raise ValueError(f"{path}: not a regular file (a saved ask/tell run is a file)")
+        try:
             with zipfile.ZipFile(path) as z:
                 names = set(z.namelist())
                 if not {"header.json", "state.npz", "sha256"} <= names:
@@ -282,8 +300,8 @@ class Optimizer:
                 header_bytes, payload, digest = z.read("header.json"), z.read("state.npz"), z.read("sha256")
         except (zipfile.BadZipFile, EOFError) as err:
             raise ValueError(f"{path}: not a saved ask/tell run, or damaged ({err})") from None
-        except FileNotFoundError:
-            raise ValueError(f"{path}: no such file") from None
+        except OSError as err:
+            raise ValueError(f"{path}: cannot read it ({err.strerror})") from None
         if hashlib.sha256(header_bytes + payload).hexdigest() != digest.decode(errors="replace"):
             raise ValueError(f"{path}: checksum mismatch: the file is damaged")
         header = json.loads(header_bytes)
@@ -308,12 +326,24 @@ class Optimizer:
         # The told values are replayed (growing any table that overflows, as the saved run did) and the
         # state they give must be the saved one, bit for bit: a file whose state does not follow from its
         # values, or a space or configuration other than the run's, is refused.
+        # A run saved after a table grew told its values at the grown width: the loaded run starts on
+        # the tables it had (grown as it grew them), since a narrower one cannot hold those values.
+        while told.ndim == 4 and opt._stepper.slots[-1] < told.shape[-1]:
+            try:
+                opt._stepper = opt._stepper.grown()
+            except CapacityError:
+                raise ValueError(f"{path}: its told values are {told.shape[-1]} slots wide, more than this "
+                                 f"configuration's tables reach") from None
+            opt._compile()
         opt._values = list(told)
         opt._replay_all()
         compared = opt._state
-        if header.get("pending"):       # saved between an ask and its tell: the ask is made again
-            with opt._stepper.x64():
-                compared = opt._ask(jax.tree.map(jnp.copy, opt._state))[1]
+        while header.get("pending"):    # saved between an ask and its tell: the ask is made again,
+            with opt._stepper.x64():    # on grown tables where it outgrew one, as ask() does
+                _, compared, failed = opt._ask(jax.tree.map(jnp.copy, opt._state))
+            if not bool(failed):
+                break
+            opt._grow_and_replay()
         mine = [np.asarray(jax.random.key_data(b) if _is_key(b) else b) for b in jax.tree.leaves(compared)]
         if len(mine) != len(leaves) or any(a.shape != b.shape or a.dtype != b.dtype or
                                            not np.array_equal(a, b, equal_nan=True) for a, b in zip(leaves, mine)):

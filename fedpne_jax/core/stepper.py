@@ -31,6 +31,7 @@ from objectives.ordered import no_contraction
 # State.error bits: a tell the pure functions could not refuse (the Optimizer refuses them on the host).
 TOLD_STALE = 1        # a query of another step, or one already told
 TOLD_DONE = 2         # asked or told after the run was done
+TOLD_NONFINITE = 4    # NaN or inf (after the cast to the run's precision) told where a pull was asked
 
 
 class Query(NamedTuple):
@@ -95,8 +96,9 @@ class Space:
 def make_space(space, num_clients: int, f_star=None, real: str = "float32") -> Space:
     """A :class:`Space` from an Objective or a box ``(lo, hi)`` (ValueError/TypeError naming ``space``
     or ``f_star``)."""
-    if f_star is not None and (not is_real(f_star) or not np.isfinite(f_star)):
-        raise ValueError(f"f_star must be a finite number, got {f_star!r}")
+    if f_star is not None and (not is_real(f_star) or not np.isfinite(f_star)
+                               or abs(float(f_star)) > float(np.finfo(real).max)):
+        raise ValueError(f"f_star must be a finite number (in {real}, the run's precision), got {f_star!r}")
     if isinstance(space, objectives.Objective):
         objective = checkpoints.with_centre(space, real)
         star = objective.f_star if f_star is None else float(f_star)
@@ -182,15 +184,29 @@ class Stepper:
             return Query(points, counts, state.step), State(state.step, jnp.bool_(True), error, run)
 
     def tell(self, state: State, query: Query, values) -> State:
-        """``state`` after the step's values.  A query that is not the pending one (told twice, of
-        another step) changes nothing but the error bits: the algorithm's writes are gated, not
-        selected, so a stale tell costs what a good one does."""
+        """``state`` after the step's values ((M, B) real numbers; ValueError at trace time for another
+        shape).  A query that is not the pending one (told twice, of another step) changes nothing but
+        the error bits (TOLD_STALE): the algorithm's writes are gated, not selected, so a stale tell
+        costs what a good one does.  NaN or inf where a pull was asked is told, and flagged
+        (TOLD_NONFINITE): the run's numbers are then not to be used."""
         with self.x64():
             dtype = jnp.result_type(query.points)
-            values = jnp.where(query.counts > 0, jnp.asarray(values).astype(dtype), jnp.zeros((), dtype))
+            values = jnp.asarray(values)
+            # Shapes are static: a wrong one is refused when the function is traced, not broadcast.
+            if values.shape != query.counts.shape:
+                raise ValueError(f"tell: values must have the query's shape {query.counts.shape} (counts), "
+                                 f"got {values.shape}")
+            if not (jnp.issubdtype(values.dtype, jnp.floating) or jnp.issubdtype(values.dtype, jnp.integer)):
+                raise TypeError(f"tell: values must be real numbers, got dtype {values.dtype}")
+            asked = query.counts > 0
+            values = values.astype(dtype)      # a value too large for float32 becomes inf here
+            finite = ~jnp.any(asked & ~jnp.isfinite(values))
+            values = jnp.where(asked, values, jnp.zeros((), dtype))
             fits = state.pending & (query.step == state.step)
             run = self.steps.tell(state.step, state.run, query.points, query.counts, values, fits)
-            error = state.error | jnp.where(fits, 0, TOLD_STALE)
+            # A non-finite value is told and flagged, not refused: refusing it would hold back one
+            # seed's step while batch() shares the step counter among the seeds.
+            error = state.error | jnp.where(fits, 0, TOLD_STALE) | jnp.where(fits & ~finite, TOLD_NONFINITE, 0)
             return State(jnp.where(fits, state.step + 1, state.step), state.pending & ~fits, error, run)
 
     def recommend(self, state: State):
