@@ -85,10 +85,15 @@ def fourier_data(key, num_clients: int, lo, hi, amplitude: float) -> dict:
             "lo": jnp.asarray(lo, jnp.float32), "inv_width": jnp.asarray(1.0 / (hi - lo), jnp.float32)}
 
 
+# A larger amplitude makes the client weights, or their sum over the features, inf in float32: every
+# local value NaN, without a word where the run never evaluates a local objective on its own.
+MAX_AMPLITUDE = 1e30
+
+
 def check_amplitude(amplitude) -> float:
     if isinstance(amplitude, bool) or not isinstance(amplitude, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(amplitude) or amplitude < 0:
-        raise ValueError(f"amplitude must be a finite number >= 0, got {amplitude!r}")
+            or not np.isfinite(amplitude) or not 0 <= amplitude <= MAX_AMPLITUDE:
+        raise ValueError(f"amplitude must be a finite number in [0, {MAX_AMPLITUDE:g}], got {amplitude!r}")
     return float(amplitude)
 
 

@@ -1,6 +1,7 @@
 """Command-line input that used to be merged, defaulted or reported misleadingly is refused with a
 message naming the options involved (exit status 2), and byte counts print in readable units."""
 import json
+import os
 
 import pytest
 
@@ -124,3 +125,64 @@ def test_flower_local_refuses_before_starting_a_process(tmp_path, capsys, args, 
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not work.exists()
+
+
+def test_an_output_that_would_overwrite_an_input_is_refused(tmp_path, capsys):
+    """plot and export refuse to write over what they read: a result file, a file inside a sweep
+    folder (its index), or either through a symlink; a figure goes to no '-' and no FIFO."""
+    result, sweep = tmp_path / "r.json", tmp_path / "sweep"
+    result.write_text("{}")
+    sweep.mkdir()
+    (sweep / "index.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to(result)
+    os.mkfifo(tmp_path / "fifo")
+    cases = [(["plot", str(result), "--out", str(result)], f"--out: '{result}' is the input '{result}'"),
+             (["export", str(result), "--out", str(result)], f"--out: '{result}' is the input"),
+             (["export", str(result), "--out", str(tmp_path / "link.json")], "link.json' is the input"),
+             (["export", str(sweep), "--out", str(sweep / "index.json")], f"is inside the input '{sweep}'"),
+             (["plot", str(sweep), "--out", str(sweep / "new.png")], "is inside the input"),
+             (["plot", str(result), "--out", "-"], "--out: '-' (standard output) is not an output of this command"),
+             (["plot", str(result), "--out", str(tmp_path / "fifo")], "fifo' is a FIFO; a figure is written to a file")]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (argv, err)
+    assert result.read_text() == "{}" and (sweep / "index.json").read_text() == "{}"
+
+
+def test_an_empty_sweep_file_path_is_refused_and_a_json_file_read_in_any_case(tmp_path, capsys):
+    """An unset variable in `fedpne sweep "$F"` would otherwise run the default sweep, hours of work."""
+    assert main(["sweep", "", "--out", str(tmp_path / "s")]) == 2
+    assert "sweep: the sweep file's path is empty" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+    upper = tmp_path / "def.JSON"
+    upper.write_text(json.dumps({"objectives": ["nosuch"]}))
+    assert main(["sweep", str(upper), "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "nosuch" in err and "Invalid statement" not in err, err       # read as JSON, not TOML
+
+
+def test_an_amplitude_that_makes_the_objective_inf_is_refused(capsys):
+    """Up to MAX_AMPLITUDE the Fourier clients' values stay finite in float32; above it, refused."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import objectives
+    from objectives.heterogeneity import MAX_AMPLITUDE
+    largest = objectives.make_objective("garland", num_clients=3, heterogeneity="fourier", amplitude=MAX_AMPLITUDE)
+    assert np.isfinite(np.asarray(largest.local_values(jnp.linspace(0.0, 1.0, 33)[:, None]))).all()
+    assert main(["run", "--heterogeneity", "fourier", "--amplitude", "1e31", "--horizon", "10", "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "amplitude must be a finite number in [0, 1e+30], got 1e+31" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["run"], ["sweep", "--objectives", "garland", "--out", "s"], ["reproduce", "quick"]])
+def test_memory_gb_beyond_any_machine_is_refused_when_the_command_line_is_read(command, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for value in ("1e300", "2e9", "nan", "-1"):
+        with pytest.raises(SystemExit) as stop:
+            main([*command, "--memory-gb", value])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert f"--memory-gb: must be a number of GiB per device in (0, 2^30], got '{value}'" in err, err
+    assert list(tmp_path.iterdir()) == []          # no plan, folder or worker before the refusal

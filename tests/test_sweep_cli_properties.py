@@ -453,7 +453,7 @@ def test_every_invalid_sweep_command_line_is_refused_naming_what_is_wrong(drawn)
 
 # The edges of the options' ranges, every one tried (Hypothesis exhausts a small sampled_from);
 # the drawn command lines above reach each of them only now and then.
-EDGES = ([("--memory-gb", v) for v in ["nan", "inf", "-inf", "0", "-0.0", "-1e300", "abc", ""]]
+EDGES = ([("--memory-gb", v) for v in ["nan", "inf", "-inf", "0", "-0.0", "-1e300", "1e300", "2e9", "abc", ""]]
          + [("--chunk-runs", v) for v in ["0", "-1", "1.5", "x"]]
          + [("--devices", v) for v in ["0", "-1", str(jax.device_count() + 1), "1.5", "abc", ""]]
          + [("--seeds", v) for v in ["0", "-1", str(2**31 + 1), "1.5"]]

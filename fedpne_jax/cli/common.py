@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import stat
 import sys
 
 from fedpne_jax.core import registry, sharding
@@ -51,6 +52,17 @@ def whole_number(text: str) -> int:
     return int(value)
 
 
+def memory_gb(text: str) -> float:
+    """--memory-gb, checked when the command line is read (by core.run.memory_budget's rule)."""
+    from fedpne_jax.core.run import memory_budget
+    try:
+        value = float(text)
+        memory_budget(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of GiB per device in (0, 2^30], got {text!r}") from None
+    return value
+
+
 def results_argument(p):
     """The run results and sweep folders that plot, report and export read."""
     p.add_argument("results", nargs="+", metavar="RESULTS", help="'fedpne run --output' files or sweep folders")
@@ -87,17 +99,30 @@ def load_plugins(argv) -> None:
         registry.load_plugin(module)
 
 
-def check_output_file(option: str, path: str) -> None:
+def check_output_file(option: str, path: str, inputs=(), stream: bool = True) -> None:
     """An output file's path is checked before anything runs: a run must not finish only to fail
-    writing its output.  (A write can still fail later, e.g. on a full disk; see keep_result.)"""
+    writing its output.  (A write can still fail later, e.g. on a full disk; see keep_result.)
+    ``inputs``: the files and folders the command reads, which it must not write over (nor into a
+    folder of them: a sweep's own files).  ``stream``: "-" is standard output and a FIFO is written
+    as a stream; False for a figure, which its writer seeks in."""
     if not path:
         raise ValueError(f"{option}: the path is empty")
-    if path == "-":                                   # standard output
+    if path == "-":
+        if not stream:
+            raise ValueError(f"{option}: '-' (standard output) is not an output of this command; give a file name")
         return
     if os.path.isdir(path):
         raise ValueError(f"{option}: {path!r} is a folder; give a file name")
     target = os.path.realpath(path)                   # a symlink's target is what gets written
+    for given in inputs:
+        source = os.path.realpath(given)
+        if target == source or (os.path.isdir(source) and target.startswith(source.rstrip(os.sep) + os.sep)):
+            where = "is" if target == source else "is inside"
+            raise ValueError(f"{option}: {path!r} {where} the input {given!r}, which writing it would overwrite; "
+                             f"give another path")
     if os.path.exists(target) and not os.path.isfile(target):
+        if not stream and stat.S_ISFIFO(os.stat(target).st_mode):
+            raise ValueError(f"{option}: {path!r} is a FIFO; a figure is written to a file")
         # A device or FIFO is written in place: only its own permission matters.
         if not os.access(target, os.W_OK):
             raise ValueError(f"{option}: {path!r} is not writable")

@@ -28,7 +28,7 @@ def command(args) -> int:
         runs = export(args.results, out, fmt="ioh")
         print(f"wrote {runs:,} runs of IOHprofiler data to {out}")
         return 0
-    check_output_file("--out", out)
+    check_output_file("--out", out, inputs=args.results)
     rows = export(args.results, out, fmt=args.format)
     if out != "-":
         print(f"wrote {rows:,} rows to {out}")

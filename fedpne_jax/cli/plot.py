@@ -23,7 +23,7 @@ def add_parser(sub):
 
 
 def command(args) -> int:
-    check_output_file("--out", args.out)
+    check_output_file("--out", args.out, inputs=args.results, stream=False)
     path = plot_results(args.results, args.out, title=args.title, band=args.band,
                         xscale="log" if args.logx else "linear", yscale="log" if args.logy else "linear")
     print(f"wrote {path}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fedpne_jax.cli.common import check_output_folder, devices, plugin_option, whole_number
+from fedpne_jax.cli.common import check_output_folder, devices, memory_gb, plugin_option, whole_number
 from fedpne_jax.experiments import workers
 from fedpne_jax.paper import figures
 from fedpne_jax.paper.reproduce import reproduce
@@ -27,7 +27,7 @@ def add_parser(sub):
     p.add_argument("--seeds", type=whole_number, default=None, help="seeds of every study (default: the study's, "
                    "100 where runs are cheap)")
     p.add_argument("--out", default="results", help="results folder (sweeps/, figures/, SUMMARY.md)")
-    p.add_argument("--memory-gb", type=float, default=None, help="memory budget per device for one call")
+    p.add_argument("--memory-gb", type=memory_gb, default=None, help="memory budget per device for one call")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-plot", action="store_true", help="write the data and summary only")
     p.add_argument("--overwrite", action="store_true",

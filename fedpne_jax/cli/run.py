@@ -27,6 +27,7 @@ from fedpne_jax.cli.common import (
     describe_params,
     device_options,
     devices,
+    memory_gb,
     plugin_option,
     whole_number,
 )
@@ -99,7 +100,7 @@ def add_parser(sub):
                    help=f"regret checkpoints, evenly spaced, the last at T (default: {DEFAULT_CHECKPOINTS})")
     p.add_argument("--capacity", type=whole_number, default=None, help="initial node-table capacity (default: from config)")
     p.add_argument("--no-grow", action="store_true", help="fail instead of growing a full node table")
-    p.add_argument("--memory-gb", type=float, default=None,
+    p.add_argument("--memory-gb", type=memory_gb, default=None,
                    help="memory budget per device for one call's XLA buffers (default 2); more seeds run in "
                         "several calls, with the same numbers")
     p.add_argument("--output", default=None, help="write the result as JSON to this file (- for standard output)")

@@ -9,7 +9,15 @@ import sys
 
 import jax
 
-from fedpne_jax.cli.common import Defaults, check_output_folder, device_options, devices, plugin_option, whole_number
+from fedpne_jax.cli.common import (
+    Defaults,
+    check_output_folder,
+    device_options,
+    devices,
+    memory_gb,
+    plugin_option,
+    whole_number,
+)
 from fedpne_jax.core import registry
 from fedpne_jax.experiments import store
 from fedpne_jax.experiments import sweep as sweep_lib
@@ -28,7 +36,7 @@ def add_parser(sub):
                                    "options below into a results folder; rerunning finishes an interrupted sweep.")
     p.add_argument("file", nargs="?", default=None, help="sweep definition (.toml or .json)")
     p.add_argument("--out", required=True, help="results folder (created; a rerun resumes it)")
-    p.add_argument("--memory-gb", type=float, default=2.0,
+    p.add_argument("--memory-gb", type=memory_gb, default=2.0,
                    help="memory budget per device for one call's XLA buffers; sizes the chunks")
     p.add_argument("--chunk-runs", type=whole_number, default=None, help="runs per call instead of sizing from --memory-gb")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -59,7 +67,9 @@ def command(args) -> int:
     if args.file is None and args.objectives is None:
         raise ValueError("sweep: give a sweep file (TOML or JSON) or at least --objectives; nothing would be "
                          "swept but the defaults (garland, fedpne, 100 seeds)")
-    base = sweep_lib.read(args.file) if args.file else None
+    if args.file is not None and not args.file.strip():     # an unset variable in `fedpne sweep "$F"`
+        raise ValueError("sweep: the sweep file's path is empty")
+    base = sweep_lib.read(args.file) if args.file is not None else None
     raw = from_options(objectives=args.objectives, algorithms=args.algorithms, clients=args.clients,
                                  horizon=args.horizon, seeds=args.seeds, base_seed=args.seed, params=args.param,
                                  grid=args.grid, base=base, plugins=args.plugin,

@@ -73,12 +73,16 @@ def resolve_objectives(configs: Sequence, objective) -> list:
     return out
 
 
+# An exabyte per device: a budget no machine has, and whose byte count still fits an int64.
+MAX_MEMORY_GB = 2.0 ** 30
+
+
 def memory_budget(memory_gb) -> int:
     """Bytes from ``memory_gb`` (None: executor.DEFAULT_MEMORY_GB, as for sweeps)."""
     if memory_gb is None:
         memory_gb = executor.DEFAULT_MEMORY_GB
-    if not is_real(memory_gb) or not math.isfinite(memory_gb) or memory_gb <= 0:
-        raise ValueError(f"memory_gb must be a finite number > 0 (GiB per device), got {memory_gb!r}")
+    if not is_real(memory_gb) or not math.isfinite(memory_gb) or not 0 < memory_gb <= MAX_MEMORY_GB:
+        raise ValueError(f"memory_gb must be a number of GiB per device in (0, 2^30], got {memory_gb!r}")
     return max(1, int(memory_gb * 2**30))
 
 

@@ -130,7 +130,7 @@ def read(path) -> dict:
     """A definition dict from a .toml or .json file: a non-empty table/object."""
     path = os.fspath(path)
     try:
-        if path.endswith(".json"):
+        if path.lower().endswith(".json"):
             with open(path) as fh:
                 raw = json.load(fh)
         else:
