@@ -69,6 +69,12 @@ def test_a_count_may_be_written_in_any_exact_spelling(text, value):
     from fedpne_jax.cli import build_parser
     args = build_parser().parse_args(["run", "--horizon", text, "--seeds", text])
     assert args.horizon == value and args.seeds == value
+    # Every count of the command lines, one parser (fedpne_jax.cli.common.whole_number).
+    args = build_parser().parse_args(["run", "--dim", text, "--instance", text, "--seed", text, "--k", text,
+                                      "--objective-seed", text])
+    assert (args.dim, args.instance, args.seed, args.k, args.objective_seed) == (value,) * 5
+    assert build_parser().parse_args(["sweep", "--seed", text, "--out", "s"]).seed == value
+    assert build_parser().parse_args(["report", "x", "--budgets", f"{text},{text}"]).budgets == [value, value]
 
 
 @pytest.mark.parametrize("argv, prog, says", [

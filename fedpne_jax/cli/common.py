@@ -81,8 +81,8 @@ def device_options(p):
     g.add_argument("--distributed", action="store_true",
                    help="call jax.distributed.initialize() first (arguments below, or detected from SLURM/MPI)")
     g.add_argument("--coordinator", default=None, help="HOST:PORT of process 0")
-    g.add_argument("--num-processes", type=int, default=None, help="how many processes take part")
-    g.add_argument("--process-id", type=int, default=None, help="this process's index, 0 .. num-processes - 1")
+    g.add_argument("--num-processes", type=whole_number, default=None, help="how many processes take part")
+    g.add_argument("--process-id", type=whole_number, default=None, help="this process's index, 0 .. num-processes - 1")
 
 
 def devices(spec: str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from fedpne_jax.cli.common import Defaults, check_output_folder, results_argument
+from fedpne_jax.cli.common import Defaults, check_output_folder, results_argument, whole_number
 from fedpne_jax.experiments.report import report
 
 NAME = "report"
@@ -27,8 +27,8 @@ def add_parser(sub):
 
 def _int_list(text: str) -> list[int]:
     try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
+        values = [whole_number(v) for v in text.split(",")]
+    except (ValueError, argparse.ArgumentTypeError):
         raise argparse.ArgumentTypeError(f"expected rounds separated by commas, e.g. 100,1000, got {text!r}") from None
     return values
 

@@ -65,21 +65,21 @@ def add_parser(sub):
     p.add_argument("--objective", default="garland", help="a registered objective, e.g. garland, doublesine, "
                    "himmelblau, ackley, rastrigin, landmine, landmine-sklearn, covid, digits, bbob-f1 ... bbob-f24 "
                    "(and those --plugin registers)")
-    p.add_argument("--dim", type=int, default=None, help="dimension (ackley, rastrigin, bbob-*)")
-    p.add_argument("--instance", type=int, default=None, help="COCO's instance number of a bbob-* objective (1)")
+    p.add_argument("--dim", type=whole_number, default=None, help="dimension (ackley, rastrigin, bbob-*)")
+    p.add_argument("--instance", type=whole_number, default=None, help="COCO's instance number of a bbob-* objective (1)")
     p.add_argument("--clients", type=whole_number, default=None, help="M (default: the objective's, 10 for synthetic ones)")
     p.add_argument("--horizon", type=whole_number, default=None, help="T, rounds per client (default: the objective's, "
                    "10000 for synthetic ones)")
     p.add_argument("--seeds", type=whole_number, default=None, help="number of runs (seed indices 0..S-1; default: the "
                    "objective's, 100 for synthetic ones)")
-    p.add_argument("--seed", type=int, default=0, help="base seed: seed i uses fold_in(key(seed), i)")
+    p.add_argument("--seed", type=whole_number, default=0, help="base seed: seed i uses fold_in(key(seed), i)")
     p.add_argument("--nu", type=float, default=None,
                    help="smoothness constant nu (the node's width bound nu rho^h); Fed-PNE: 1")
     p.add_argument("--rho", type=float, default=None, help="Fed-PNE: 0.5")
     p.add_argument("--c", type=float, default=None, help="Fed-PNE: 0.1 (x sqrt(1 + 4 sigma_dp^2) under DP)")
     p.add_argument("--c1", type=float, default=None, help="Fed-PNE: 1")
     p.add_argument("--delta", type=float, default=None, help="Fed-PNE: 1/M")
-    p.add_argument("--k", type=int, default=None, help="Fed-PNE: 2")
+    p.add_argument("--k", type=whole_number, default=None, help="Fed-PNE: 2")
     p.add_argument("--split", default=None, help="Fed-PNE: random (or longest)")
     p.add_argument("--noise", default=None, help=f"one of {NOISE_KINDS}, e.g. gaussian:0.1, uniform:0.1 "
                    f"(default: {DEFAULT_NOISE})")
@@ -90,7 +90,7 @@ def add_parser(sub):
     p.add_argument("--heterogeneity", default=None,
                    help="synthetic and BBOB objectives: none, shift or fourier (BBOB also instances); real ones: "
                         "intrinsic or none (default: the objective's; none with bernoulli noise on synthetic ones)")
-    p.add_argument("--objective-seed", type=int, default=0, help="key of the client heterogeneity")
+    p.add_argument("--objective-seed", type=whole_number, default=0, help="key of the client heterogeneity")
     p.add_argument("--amplitude", type=float, default=None, help="strength of the 'fourier' heterogeneity")
     p.add_argument("--dp-epsilon", type=float, default=None, help="DP-Fed-PNE's privacy budget epsilon (off)")
     p.add_argument("--dp-delta", type=float, default=None, help="DP-Fed-PNE's delta (with --dp-epsilon)")

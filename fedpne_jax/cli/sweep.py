@@ -50,7 +50,7 @@ def add_parser(sub):
     p.add_argument("--clients", default=None, help="comma-separated M values")
     p.add_argument("--horizon", default=None, help="comma-separated T values")
     p.add_argument("--seeds", type=whole_number, default=None, help="number of seeds")
-    p.add_argument("--seed", type=int, default=None, help="base seed")
+    p.add_argument("--seed", type=whole_number, default=None, help="base seed")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a fixed parameter (repeatable)")
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
                    help="a swept parameter (repeatable; the product is swept)")
