@@ -192,3 +192,19 @@ def test_memory_gb_beyond_any_machine_is_refused_when_the_command_line_is_read(c
         err = capsys.readouterr().err
         assert f"--memory-gb: must be a number of GiB per device in (0, 2^30], got '{value}'" in err, err
     assert list(tmp_path.iterdir()) == []          # no plan, folder or worker before the refusal
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--coordinator", "notaport", "--num-processes", "1", "--process-id", "0"],
+     "--distributed: --coordinator must be HOST:PORT with a port in 1..65535, got 'notaport'"),
+    (["--coordinator", "localhost:abc", "--num-processes", "1", "--process-id", "0"],   # crashed JAX's C++
+     "--coordinator must be HOST:PORT with a port in 1..65535, got 'localhost:abc'"),
+    (["--coordinator", "localhost:70000", "--num-processes", "1", "--process-id", "0"], "a port in 1..65535"),
+    (["--num-processes", "0"], "--distributed: --num-processes must be at least 1, got 0"),
+    (["--coordinator", "localhost:1234", "--num-processes", "2", "--process-id", "2"],
+     "--process-id must be in 0 .. --num-processes - 1, got 2"),
+])
+def test_bad_multi_host_options_are_refused_before_jax_starts(options, says, capsys):
+    assert main(["run", "--distributed", *options, "--horizon", "10", "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err, err

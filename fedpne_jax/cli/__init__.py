@@ -59,7 +59,11 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if getattr(args, "distributed", False):
-            sharding.initialize(args.coordinator, args.num_processes, args.process_id)
+            try:
+                sharding.initialize(args.coordinator, args.num_processes, args.process_id)
+            except ValueError as err:       # the options of the same names
+                raise ValueError(f"--distributed: {err}".replace("num_processes", "--num-processes")
+                                 .replace("process_id", "--process-id").replace("coordinator must", "--coordinator must")) from None
         else:
             stray = [f"--{name.replace('_', '-')}" for name in ("coordinator", "num_processes", "process_id")
                      if getattr(args, name, None) is not None]

@@ -141,6 +141,19 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
                process_id: int | None = None) -> None:
     """``jax.distributed.initialize`` with the given arguments (all None: detected from the cluster
     environment, e.g. SLURM or Open MPI).  Must run before anything touches a device."""
+    if coordinator is not None:
+        host, _, port = coordinator.rpartition(":")
+        # JAX's own parse of a bad address fails in C++ (an IndexError, or a crash for a port "abc").
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError(f"coordinator must be HOST:PORT with a port in 1..65535, got {coordinator!r}")
+    if num_processes is not None and num_processes < 1:
+        raise ValueError(f"num_processes must be at least 1, got {num_processes}")
+    if process_id is not None and (process_id < 0 or (num_processes is not None and process_id >= num_processes)):
+        raise ValueError(f"process_id must be in 0 .. num_processes - 1, got {process_id}")
     kwargs: dict[str, Any] = {k: v for k, v in dict(coordinator_address=coordinator, num_processes=num_processes,
                                     process_id=process_id).items() if v is not None}
-    jax.distributed.initialize(**kwargs)
+    try:
+        jax.distributed.initialize(**kwargs)
+    except (ValueError, RuntimeError) as err:
+        raise ValueError(f"jax.distributed.initialize: {err} (give the coordinator, the number of processes and "
+                         f"this process's id, or run under a cluster manager JAX detects: SLURM, Open MPI)") from None
