@@ -34,9 +34,10 @@ def test_a_count_asked_for_is_used():
         assert host_devices.requested({"FEDPNE_HOST_DEVICES": spelling}) == 3, spelling
 
 
-@pytest.mark.parametrize("value", ["-2", "two", "1.5", "0x2", "nan", "inf", "-1.0"])
+@pytest.mark.parametrize("value", ["-2", "two", "1.5", "0x2", "nan", "inf", "-1.0", "4097", "99999999"])
 def test_a_bad_count_is_refused_naming_the_variable(value, monkeypatch, capsys):
-    with pytest.raises(ValueError, match=f"FEDPNE_HOST_DEVICES must be a positive number of devices or off, got '{value}'"):
+    with pytest.raises(ValueError, match=f"FEDPNE_HOST_DEVICES must be a number of devices in 2 .. 4096, or off, "
+                                         f"got '{value}'"):
         host_devices.requested({"FEDPNE_HOST_DEVICES": value})
     monkeypatch.setenv("FEDPNE_HOST_DEVICES", value)
     assert main(["run", "--seeds", "2"]) == 2

@@ -23,6 +23,9 @@ XLA_FLAG = "--xla_force_host_platform_device_count"
 # sharded program costs more than the second core saves (the quick gallery's calls of 4-12 runs
 # took 14 % longer sharded over two cores; 100 seeds of Fed-PNE or of a tree algorithm run faster).
 MIN_RUNS = 32
+# JAX makes every host device up front (a hundred million took 20 GB before the kernel ended the
+# process); more devices than this are more than any host has cores.
+MAX_DEVICES = 4096
 _SET = [0]           # the count enable() set, 0 when it set none
 
 
@@ -54,8 +57,8 @@ def requested(environ=None) -> int | None:
         number = math.nan
     if number in (0, 1):            # off in any spelling, as "0" and "1" are
         return None
-    if not (number.is_integer() and number > 1):
-        raise ValueError(f"{ENV} must be a positive number of devices or off, got {environ[ENV]!r}")
+    if not (number.is_integer() and 1 < number <= MAX_DEVICES):
+        raise ValueError(f"{ENV} must be a number of devices in 2 .. {MAX_DEVICES}, or off, got {environ[ENV]!r}")
     return int(number)
 
 
