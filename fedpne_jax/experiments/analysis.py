@@ -10,7 +10,6 @@ section "fedpne report".
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from fedpne_jax.core import checkpoints as checkpoints_lib
 from fedpne_jax.core import measures, registry
-from fedpne_jax.experiments.load import input_kind, load_sweep
+from fedpne_jax.experiments.load import load_sweep, read_input
 from objectives import registry as objective_registry
 
 QUANTILES = (0.1, 0.5, 0.9)
@@ -89,22 +88,17 @@ def _measures(per_seed: dict, where: str) -> tuple:
     return best, np.asarray(per_seed["hits"], np.int64), np.asarray(per_seed["target_scale"], float), simple
 
 
-def _run_entry(path: str) -> Entry:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except ValueError as err:
-        raise ValueError(f"{path!r} is not a JSON file ({err}); give a 'fedpne run --output' file or a sweep "
-                         f"folder") from None
-    if not isinstance(data, dict) or not isinstance(data.get("per_seed"), dict) or "config" not in data:
-        raise ValueError(f"{path!r} is not a result of 'fedpne run --output' (no per_seed/config)")
+def _run_entry(path: str, data: dict) -> Entry:
+    """The entry of a run result file's content ``data``, checked by
+    :func:`fedpne_jax.experiments.load.read_run` (with its measures)."""
     config, algorithm = data["config"], data["algorithm"]
     best, hits, scale, simple = _measures(data["per_seed"], path)
     return Entry(label=registry.label(algorithm), algorithm=algorithm, **_problem(config),
                  per_round=int(config.get("num_clients", 1)), horizon=int(config["horizon"]),
                  checkpoints=np.asarray(data["checkpoints"], np.int64),
                  curves=np.asarray(data["per_seed"]["curves"], float), best=best, hits=hits, scale=scale,
-                 simple=simple, source=path, seeds=np.asarray(data.get("seeds", []), np.int64), base_seed=int(data.get("base_seed", 0)))
+                 simple=simple, source=path, seeds=np.asarray(data.get("seeds") or [], np.int64),
+                 base_seed=int(data.get("base_seed", 0)))
 
 
 def _sweep_entries(path: str) -> list[Entry]:
@@ -136,11 +130,14 @@ def load(paths) -> list[Entry]:
     """The entries of run JSON files and sweep folders; labels made distinct per problem (the source
     file's name appended where two coincide)."""
     entries: list[Entry] = []
-    for path in paths:
-        if input_kind(path) == "sweep":
+    # Every run file is read and checked first, before any sweep is loaded or anything computed (a
+    # damaged one is refused naming the file and the field).
+    inputs = [(path, *read_input(path, measures=True)) for path in paths]
+    for path, kind, data in inputs:
+        if kind == "sweep":
             entries += _sweep_entries(path)
         else:
-            entries.append(_run_entry(path))
+            entries.append(_run_entry(path, data))
     if not entries:
         raise ValueError("nothing to report: the results hold no finished runs")
     seen: dict = {}

@@ -13,11 +13,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 
 import numpy as np
 
+from fedpne_jax.core import checkpoints as checkpoints_lib
+from fedpne_jax.core import measures as measures_lib
 from fedpne_jax.experiments.store import (
     INDEX_FILE,
     SWEEP_FILE,
@@ -140,14 +143,150 @@ class SweepResults:
 
 def input_kind(path) -> str:
     """'sweep' for a folder, 'run' for a file: what ``fedpne plot`` and ``fedpne report`` read, or a
-    ValueError naming ``path`` (one that does not exist is said so)."""
+    ValueError naming ``path`` (one that does not exist is said so).  A file is read and checked
+    (:func:`read_run`): a damaged or hand-edited result is refused here, before anything is computed."""
+    return read_input(path)[0]
+
+
+def read_input(path, measures: bool = False) -> tuple:
+    """(kind, data): ('sweep', None) for a folder (read with :func:`load_sweep`), ('run', the checked
+    content) for a run result file (:func:`read_run`); a ValueError naming ``path`` otherwise."""
     if os.path.isdir(path):
-        return "sweep"
+        return "sweep", None
     if os.path.isfile(path):
-        return "run"
+        return "run", read_run(path, measures)
     if not os.path.lexists(path):
         raise ValueError(f"{os.fspath(path)!r} does not exist (a run result JSON file or a sweep folder)")
     raise ValueError(f"{os.fspath(path)!r} is neither a run result (JSON file) nor a sweep folder")
+
+
+def read_run(path, measures: bool = False) -> dict:
+    """The content of the ``fedpne run --output`` file ``path``, checked by :func:`check_run` (with
+    ``measures``: also the best-so-far regret, hits and target scale that reports and exports read)."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (ValueError, RecursionError) as err:    # JSONDecodeError, UnicodeDecodeError; nested too deep
+        raise ValueError(f"{path!r} is not a JSON file ({err or 'nested too deeply'}); give a 'fedpne run "
+                         f"--output' file or a sweep folder") from None
+    return check_run(data, path, measures)
+
+
+def _show(value) -> str:
+    """``value`` as JSON writes it (null, "x"), cut short: what an error message quotes."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_number(v) -> bool:
+    return type(v) in (int, float)              # not bool or str; NaN and inf are numbers (a box without f*)
+
+
+def _is_integer(v) -> bool:
+    return type(v) is int or (type(v) is float and v.is_integer())
+
+
+def check_run(data, path, measures: bool = False) -> dict:
+    """``data``, the content of the run result file ``path``, if it holds what plot, report and export
+    read, else a ValueError naming ``path`` and the field: ``algorithm`` (a string), ``config`` (an
+    object; its ``horizon``, ``num_clients`` and ``dim`` positive integers where present, ``horizon``
+    required with ``measures``), ``checkpoints`` (positive increasing integers, at most the horizon),
+    ``per_seed.curves`` (one row per seed, one number per checkpoint; NaN allowed), and where present
+    ``seeds``, ``base_seed`` and ``per_seed.final_regret``.  With ``measures`` also the best-so-far and
+    simple regret (as the curves), ``hits`` (one integer per target) and ``target_scale`` (a number
+    per seed), which results written before they were recorded lack (refused, saying so)."""
+    path = os.fspath(path)
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+        raise ValueError(f"{path!r} is not a result of 'fedpne run --output' (it holds {kind}, not a JSON object)")
+    missing = [k for k in ("algorithm", "config", "checkpoints", "per_seed") if k not in data]
+    if isinstance(data.get("per_seed"), dict) and "curves" not in data["per_seed"]:
+        missing.append("per_seed.curves")
+    if missing:
+        raise ValueError(f"{path!r} is not a result of 'fedpne run --output' (no {', '.join(missing)})")
+
+    def bad(field, problem):
+        return ValueError(f"{path!r} is not a valid result of 'fedpne run --output': {field} {problem}")
+
+    algorithm, config, rounds, per_seed = data["algorithm"], data["config"], data["checkpoints"], data["per_seed"]
+    if not isinstance(algorithm, str) or not algorithm:
+        raise bad("algorithm", f"must be an algorithm's name (a string), got {_show(algorithm)}")
+    if not isinstance(config, dict):
+        raise bad("config", f"must be an object (the resolved parameters), got {_show(config)}")
+    if "objective" in config and not isinstance(config["objective"], str):
+        raise bad("config.objective", f"must be the objective's name (a string), got {_show(config['objective'])}")
+    for key in ("horizon", "num_clients", "dim"):
+        value = config.get(key)
+        if key in config and not (value is None and key == "dim") and not (
+                isinstance(value, (int, float)) and _is_integer(value) and value > 0):
+            raise bad(f"config.{key}", f"must be a positive integer, got {_show(value)}")
+    if measures and config.get("horizon") is None:
+        raise bad("config.horizon", "is missing (the number of rounds)")
+    if not isinstance(per_seed, dict):
+        raise bad("per_seed", f"must be an object (the per-seed results), got {_show(per_seed)}")
+    if not (isinstance(rounds, list) and rounds and all(_is_integer(r) and r > 0 for r in rounds)
+            and all(a < b for a, b in zip(rounds, rounds[1:]))):
+        raise bad("checkpoints", f"must be a non-empty list of positive increasing integers (the checkpoint "
+                                 f"rounds), got {_show(rounds)}")
+    if config.get("horizon") is not None and rounds[-1] > config["horizon"]:
+        raise bad("checkpoints", f"go to round {rounds[-1]:g}, past config.horizon = {config['horizon']}")
+    C = len(rounds)
+
+    def table(field, value, rows, columns, unit, why, integer=False):
+        """``value`` must hold ``rows`` rows (any number if None) of ``columns`` numbers, one per ``unit``."""
+        kind, ok = ("integer", _is_integer) if integer else ("number", _is_number)
+        if not isinstance(value, list) or (rows is not None and len(value) != rows):
+            count = f" ({len(value)} rows)" if isinstance(value, list) else ""
+            rows_said = "" if rows is None else f" ({rows} rows, as per_seed.curves has)"
+            raise bad(field, f"must be a list with one row per seed{rows_said}, got {_show(value)}{count}")
+        for i, row in enumerate(value):
+            if not isinstance(row, list):
+                raise bad(f"{field}[{i}]", f"must be a list of {columns} {kind}s (one per {unit}), got {_show(row)}")
+            if len(row) != columns:
+                raise bad(f"{field}[{i}]", f"has {len(row)} values, but {why} (one value per {unit})")
+            if not all(map(ok, row)):
+                j = next(j for j, v in enumerate(row) if not ok(v))
+                raise bad(f"{field}[{i}][{j}]", f"must be a{'n' if integer else ''} {kind}, got {_show(row[j])}")
+
+    def vector(field, value, rows, integer=False):
+        kind, ok = ("integer", _is_integer) if integer else ("number", _is_number)
+        if not isinstance(value, list) or len(value) != rows:
+            size = f" ({len(value)} values)" if isinstance(value, list) else ""
+            raise bad(field, f"must be a list of {rows} {kind}s (one per seed, as per_seed.curves has rows), "
+                             f"got {_show(value)}{size}")
+        if not all(map(ok, value)):
+            j = next(j for j, v in enumerate(value) if not ok(v))
+            raise bad(f"{field}[{j}]", f"must be a{'n' if integer else ''} {kind}, got {_show(value[j])}")
+
+    per_checkpoint = ("checkpoint", f"checkpoints lists {C} round{'s' if C > 1 else ''}")
+    curves = per_seed["curves"]
+    if isinstance(curves, list) and not curves:
+        raise bad("per_seed.curves", "is empty: the file holds no finished runs")
+    table("per_seed.curves", curves, None, C, *per_checkpoint)
+    S = len(curves)
+    if data.get("seeds") is not None:
+        vector("seeds", data["seeds"], S, integer=True)
+    if "base_seed" in data and not _is_integer(data["base_seed"]):
+        raise bad("base_seed", f"must be an integer, got {_show(data['base_seed'])}")
+    if "final_regret" in per_seed:
+        vector("per_seed.final_regret", per_seed["final_regret"], S)
+    if measures:
+        lacking = [m for m in measures_lib.REPORTED if m != "simple_curve" and m not in per_seed]
+        if lacking:
+            raise ValueError(f"{path!r} has no {', '.join(lacking)}: it was written before the best-so-far "
+                             f"regret was recorded; rerun it")
+        table("per_seed.best_curve", per_seed["best_curve"], S, C, *per_checkpoint)
+        if "simple_curve" in per_seed:
+            table("per_seed.simple_curve", per_seed["simple_curve"], S, C, *per_checkpoint)
+        targets = checkpoints_lib.TARGET_EXPONENTS.size
+        table("per_seed.hits", per_seed["hits"], S, targets, "target: the first round reaching it",
+              f"there are {targets} targets", integer=True)
+        vector("per_seed.target_scale", per_seed["target_scale"], S)
+    return data
 
 
 def load_sweep(path: str | os.PathLike, allow_partial: bool = False) -> SweepResults:
