@@ -14,6 +14,7 @@ import sys
 
 from fedpne_jax.core import registry, sharding
 from fedpne_jax.core.files import WriteError
+from fedpne_jax.core.run import memory_budget
 
 # Exit statuses: 0 done; 2 refused input, or an output that could not be written (a message on
 # stderr says which and where); 130 interrupted by Ctrl-C (128 + SIGINT, as shells report it).
@@ -54,7 +55,6 @@ def whole_number(text: str) -> int:
 
 def memory_gb(text: str) -> float:
     """--memory-gb, checked when the command line is read (by core.run.memory_budget's rule)."""
-    from fedpne_jax.core.run import memory_budget
     try:
         value = float(text)
         memory_budget(value)
