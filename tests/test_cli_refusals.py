@@ -148,6 +148,7 @@ def test_an_output_that_would_overwrite_an_input_is_refused(tmp_path, capsys):
              (["export", str(sweep), "--out", str(sweep / "index.json")], f"is inside the input '{sweep}'"),
              (["plot", str(sweep), "--out", str(sweep / "new.png")], "is inside the input"),
              (["plot", str(result), "--out", "-"], "--out: '-' (standard output) is not an output of this command"),
+             (["export", str(result), "--out", str(tmp_path / "x.csv") + "/"], "x.csv/' is a folder; give a file name"),
              (["plot", str(result), "--out", str(tmp_path / "fifo")], "fifo' is a FIFO; a figure is written to a file")]
     for argv, message in cases:
         assert main(argv) == 2, argv

@@ -111,7 +111,7 @@ def check_output_file(option: str, path: str, inputs=(), stream: bool = True) ->
         if not stream:
             raise ValueError(f"{option}: '-' (standard output) is not an output of this command; give a file name")
         return
-    if os.path.isdir(path):
+    if os.path.isdir(path) or path.endswith(os.sep):  # "x.json/" names a folder, not the file x.json
         raise ValueError(f"{option}: {path!r} is a folder; give a file name")
     target = os.path.realpath(path)                   # a symlink's target is what gets written
     for given in inputs:
