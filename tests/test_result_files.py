@@ -211,6 +211,10 @@ def test_older_and_legitimate_variants_are_still_read(valid, tmp_path, capsys):
         out = tmp_path / f"nan-{command}"
         out.mkdir()
         assert main(_argv(command, path, out)) == 0, capsys.readouterr().err
+    # A figure refuses NaN (fedpne_jax.plotting.series.stats), naming the file that holds it.
+    assert main(_argv("plot", path, tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert f"{path!r}: a figure's data hold NaN or inf" in err and "Traceback" not in err, err
 
 
 def test_a_plot_only_file_is_still_plotted(tmp_path, capsys):

@@ -4,12 +4,10 @@ that holds).
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from fedpne_jax.core import registry
-from fedpne_jax.experiments.load import input_kind, load_sweep
+from fedpne_jax.experiments.load import load_sweep, read_input
 from fedpne_jax.plotting.render import draw
 from fedpne_jax.plotting.series import stats
 from fedpne_jax.plotting.style import FULL_WIDTH
@@ -17,21 +15,8 @@ from fedpne_jax.plotting.style import FULL_WIDTH
 PLOT_SIZE = (FULL_WIDTH, 3.0)          # inches
 
 
-def _read_json(path: str):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except ValueError as err:          # json.JSONDecodeError and UnicodeDecodeError alike
-        raise ValueError(f"{path!r} is not a JSON file ({err}); give a 'fedpne run --output' file or a sweep "
-                         f"folder") from None
-
-
-def _run_series(path: str) -> list[dict]:
-    """Series of a ``fedpne run --output`` JSON file."""
-    data = _read_json(path)
-    if not isinstance(data, dict) or not all(k in data for k in ("checkpoints", "per_seed", "algorithm", "config")) \
-            or not isinstance(data["per_seed"], dict) or "curves" not in data["per_seed"]:
-        raise ValueError(f"{path!r} is not a result of 'fedpne run --output' (no checkpoints/per_seed)")
+def _run_series(path: str, data: dict) -> list[dict]:
+    """Series of a ``fedpne run --output`` JSON file, its content checked (load.read_run)."""
     curves = np.asarray(data["per_seed"]["curves"], float)
     algorithm = data["algorithm"]
     config = dict(data["config"], algorithm=algorithm)
@@ -64,7 +49,10 @@ def _sweep_series(path: str) -> list[dict]:
 
 
 def _series(key, label, x, curves, config, source) -> dict:
-    mean, std, err, n = stats(curves)
+    try:
+        mean, std, err, n = stats(curves)
+    except ValueError as error:         # which input holds it, as every other refusal says
+        raise ValueError(f"{source!r}: {error}") from None
     return {"key": key, "label": label, "x": np.asarray(x).tolist(), "mean": mean.tolist(), "std": std.tolist(),
             "stderr": err.tolist(), "runs": int(n), "config": config, "source": source}
 
@@ -77,7 +65,8 @@ def results_figure(paths, title: str | None = None, band: str = "std", xscale: s
         raise ValueError(f"band must be 'std' or 'stderr', got {band!r}")
     series = []
     for path in paths:
-        series += _sweep_series(path) if input_kind(path) == "sweep" else _run_series(path)
+        kind, data = read_input(path)
+        series += _sweep_series(path) if kind == "sweep" else _run_series(path, data)
     if not series:
         raise ValueError("nothing to plot: the results hold no finished runs")
     panel = {"kind": "curves", "band": band, "title": "", "xlabel": "round t",
