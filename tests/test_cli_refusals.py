@@ -183,7 +183,7 @@ def test_an_amplitude_that_makes_the_objective_inf_is_refused(capsys):
     assert "amplitude must be a finite number in [0, 1e+30], got 1e+31" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", [["run"], ["sweep", "--objectives", "garland", "--out", "s"], ["reproduce", "quick"]])
+@pytest.mark.parametrize("command", [["run"], ["sweep", "--objectives", "garland", "--out", "s"], ["reproduce", "fig3", "--quick"]])
 def test_memory_gb_beyond_any_machine_is_refused_when_the_command_line_is_read(command, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     for value in ("1e300", "2e9", "nan", "-1"):
@@ -209,3 +209,12 @@ def test_bad_multi_host_options_are_refused_before_jax_starts(options, says, cap
     assert main(["run", "--distributed", *options, "--horizon", "10", "--seeds", "1"]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("marker", ["sweep.json", "index.json", "REPORT.md"])
+def test_reproduce_refuses_another_commands_folder(marker, tmp_path, capsys):
+    (tmp_path / marker).write_text("{}")
+    assert main(["reproduce", "fig3", "--quick", "--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"--out: '{tmp_path}' is a" in err and f"(it holds {marker})" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [marker]     # nothing written beside it

@@ -78,6 +78,12 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
     longest first; the numbers are the same for any count."""
 
     names = resolve(names)
+    # Another command's folder would take the studies in beside its own files (its resume then
+    # meets folders it never wrote): a sweep's, or a report's.
+    for marker, what in ((store.SWEEP_FILE, "a sweep's"), (store.INDEX_FILE, "a sweep's"), ("REPORT.md", "a report's")):
+        if os.path.isfile(os.path.join(out, marker)):
+            raise ValueError(f"--out: {out!r} is {what} folder (it holds {marker}); fedpne reproduce writes its "
+                             f"studies into a folder of its own")
     if seeds is not None and (not is_int(seeds) or seeds < 2):
         raise ValueError(f"--seeds must be an integer >= 2 (a standard deviation needs two runs), got {seeds!r}")
     selected = sharding.select_devices(devices)
