@@ -199,8 +199,6 @@ class Optimizer:
         more slots, and its rows keep their indices (rows are created in order), so a step told
         before the growth is the same step with empty slots added."""
         width = self._stepper.slots[-1]
-        if any(v.shape[-1] > width for v in self._values):
-            raise ValueError(f"told values wider than the tables' {width} slots")
         return np.stack([np.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, width - v.shape[-1])], constant_values=np.nan)
                          for v in self._values])
 

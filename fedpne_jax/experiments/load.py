@@ -141,16 +141,11 @@ class SweepResults:
         return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def input_kind(path) -> str:
-    """'sweep' for a folder, 'run' for a file: what ``fedpne plot`` and ``fedpne report`` read, or a
-    ValueError naming ``path`` (one that does not exist is said so).  A file is read and checked
-    (:func:`read_run`): a damaged or hand-edited result is refused here, before anything is computed."""
-    return read_input(path)[0]
-
-
 def read_input(path, measures: bool = False) -> tuple:
-    """(kind, data): ('sweep', None) for a folder (read with :func:`load_sweep`), ('run', the checked
-    content) for a run result file (:func:`read_run`); a ValueError naming ``path`` otherwise."""
+    """(kind, data): what ``fedpne plot``, ``report`` and ``export`` read.  ('sweep', None) for a folder
+    (read with :func:`load_sweep`), ('run', the checked content) for a run result file
+    (:func:`read_run`: a damaged or hand-edited result is refused here, before anything is computed);
+    a ValueError naming ``path`` otherwise (one that does not exist is said so)."""
     if os.path.isdir(path):
         return "sweep", None
     if os.path.isfile(path):
