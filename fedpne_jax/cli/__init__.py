@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import re
 import sys
 import warnings
 
@@ -61,9 +62,10 @@ def main(argv=None) -> int:
         if getattr(args, "distributed", False):
             try:
                 sharding.initialize(args.coordinator, args.num_processes, args.process_id)
-            except ValueError as err:       # the options of the same names
-                raise ValueError(f"--distributed: {err}".replace("num_processes", "--num-processes")
-                                 .replace("process_id", "--process-id").replace("coordinator must", "--coordinator must")) from None
+            except ValueError as err:       # its parameters named as the options that give them
+                named = re.sub(r"\b(coordinator|num_processes|process_id)\b",
+                               lambda m: "--" + m.group(0).replace("_", "-"), str(err))
+                raise ValueError(f"--distributed: {named}") from None
         else:
             stray = [f"--{name.replace('_', '-')}" for name in ("coordinator", "num_processes", "process_id")
                      if getattr(args, name, None) is not None]
