@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from fedpne_jax.cli.common import Defaults, check_output_folder, results_argument, whole_number
-from fedpne_jax.experiments.report import report
+from fedpne_jax.experiments.report import REPORT_FILE, report
 
 NAME = "report"
 INTERRUPTED = "interrupted; files already written are complete"
@@ -36,5 +36,5 @@ def _int_list(text: str) -> list[int]:
 def command(args) -> int:
     check_output_folder("--out", args.out)
     written = report(args.results, args.out, budgets=args.budgets, plots=not args.no_plots)
-    print(f"wrote {len(written)} files to {args.out}; start with {written['REPORT.md']}")
+    print(f"wrote {len(written)} files to {args.out}; start with {written[REPORT_FILE]}")
     return 0

@@ -22,6 +22,7 @@ from fedpne_jax.experiments import analysis
 from fedpne_jax.plotting.render import draw
 from fedpne_jax.plotting.style import FULL_WIDTH
 
+REPORT_FILE = "REPORT.md"   # the report's page, beside its tables and figures
 ECDF_POINTS = 60          # budgets per ECDF, log-spaced from round 1 to the longest horizon
 
 
@@ -179,8 +180,8 @@ def report(paths, out: str, budgets=None, plots: bool = True) -> dict:
         except MissingExtra as err:
             # The tables are the report; the figures are drawn from their CSVs once matplotlib is there.
             missing = str(err)
-    written["REPORT.md"] = os.path.join(out, "REPORT.md")
-    _write_text(written["REPORT.md"], _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins,
+    written[REPORT_FILE] = os.path.join(out, REPORT_FILE)
+    _write_text(written[REPORT_FILE], _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins,
                                                  written, paths, missing))
     return written
 
@@ -198,7 +199,7 @@ def _report_md(entries, budgets, fixed_budget, fixed_target, ranks, labels, wins
              "x_hat_t the algorithm would return after round t. ERT (COCO): the rounds of all runs until the target, or the "
              "whole run when it was not reached, over the number of runs that reached it.", "",
              "## Files", ""]
-    parts += [f"- [{name}]({name})" for name in written if name != "REPORT.md"]
+    parts += [f"- [{name}]({name})" for name in written if name != REPORT_FILE]
     if "ecdf.png" in written:
         parts += ["", "![runtime ECDF](ecdf.png)", "", "![cumulative regret](curves.png)"]
     if missing:

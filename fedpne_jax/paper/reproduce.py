@@ -20,6 +20,7 @@ from fedpne_jax.core.validation import is_int
 from fedpne_jax.experiments import store, workers
 from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments.load import load_sweep
+from fedpne_jax.experiments.report import REPORT_FILE
 from fedpne_jax.experiments.report import report as benchmark_report
 from fedpne_jax.experiments.runner import run_sweep
 from fedpne_jax.experiments.store import read_json
@@ -80,7 +81,7 @@ def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int
     names = resolve(names)
     # Another command's folder would take the studies in beside its own files (its resume then
     # meets folders it never wrote): a sweep's, or a report's.
-    for marker, what in ((store.SWEEP_FILE, "a sweep's"), (store.INDEX_FILE, "a sweep's"), ("REPORT.md", "a report's")):
+    for marker, what in ((store.SWEEP_FILE, "a sweep's"), (store.INDEX_FILE, "a sweep's"), (REPORT_FILE, "a report's")):
         if os.path.isfile(os.path.join(out, marker)):
             raise ValueError(f"--out: {out!r} is {what} folder (it holds {marker}); fedpne reproduce writes its "
                              f"studies into a folder of its own")
@@ -159,7 +160,7 @@ def _write_figure(name, results, timing, base, quick, seeds, out, plot, log) -> 
     if figs.FIGURES[name].report:
         files = benchmark_report([os.path.join(base, "sweeps", s) for s in figs.FIGURES[name].studies],
                                  os.path.join(base, "reports", name), plots=plot)
-        log(f"  wrote {files['REPORT.md']} and {len(files) - 1} more files")
+        log(f"  wrote {files[REPORT_FILE]} and {len(files) - 1} more files")
     return stem + ".json"
 
 
