@@ -463,41 +463,33 @@ def test_run_config_defaults_are_fedpne_runs():
         spec.problem({"horizn": 5})
 
 
-@pytest.mark.parametrize("key,value,says", [
-    ("clients", 0, "num_clients (M) must be an integer in [1,"),       # 0 is refused, not read as "not given"
-    ("horizon", "0.0", "horizon (T) must be an integer in [1,"),
-    ("horizon", float("inf"), "run config 'horizon': expected an integer, got inf"),
-    ("seed", "1e400", "run config 'seed': expected an integer, got '1e400'"),
-    ("seed", "nan", "run config 'seed': expected an integer, got 'nan'"),
-    ("seed", 2**32, "run config 'seed': expected an integer in [0, 2^32)"),
-    ("objective-seed", -1, "run config 'objective-seed': expected an integer in [0, 2^31 - 1], got -1"),
-    ("f-star", "abc", "run config 'f-star': expected a number, got 'abc'"),
-    ("f-star", "nan", "run config 'f-star': expected a finite number, got 'nan'"),
-    ("amplitude", "inf", "run config 'amplitude': expected a finite number, got 'inf'"),
+@pytest.mark.parametrize("reader,key,value,says", [
+    ("problem", "clients", 0, "num_clients (M) must be an integer in [1,"),       # 0 is refused, not read as "not given"
+    ("problem", "horizon", "0.0", "horizon (T) must be an integer in [1,"),
+    ("problem", "horizon", float("inf"), "run config 'horizon': expected an integer, got inf"),
+    ("problem", "seed", "1e400", "run config 'seed': expected an integer, got '1e400'"),
+    ("problem", "seed", "nan", "run config 'seed': expected an integer, got 'nan'"),
+    ("problem", "seed", 2**32, "run config 'seed': expected an integer in [0, 2^32)"),
+    ("problem", "objective-seed", -1, "run config 'objective-seed': expected an integer in [0, 2^31 - 1], got -1"),
+    ("problem", "f-star", "abc", "run config 'f-star': expected a number, got 'abc'"),
+    ("problem", "f-star", "nan", "run config 'f-star': expected a finite number, got 'nan'"),
+    ("problem", "amplitude", "inf", "run config 'amplitude': expected a finite number, got 'inf'"),
+    ("server_settings", "client-timeout", "nan", "run config 'client-timeout': expected a number of seconds > 0 (inf: no limit), got 'nan'"),
+    ("server_settings", "client-timeout", 0, "run config 'client-timeout': expected a number of seconds > 0"),
+    ("server_settings", "node-timeout", -5, "run config 'node-timeout': expected a number of seconds > 0"),
+    ("server_settings", "node-timeout", "soon", "run config 'node-timeout': expected a number of seconds > 0"),
+    ("server_settings", "poll", -1, "run config 'poll': expected a finite number >= 0, got -1"),
+    ("server_settings", "poll", "nan", "run config 'poll': expected a finite number >= 0, got 'nan'"),
+    ("server_settings", "resume", "maybe", "run config 'resume': expected true or false, got 'maybe'"),
+    ("server_settings", "resume", 2, "run config 'resume': expected true or false, got 2"),
+    ("server_settings", "on-client-loss", "retry", "run config 'on-client-loss': 'retry' is not one of"),
+    ("server_settings", "crash-after-step", "2.7", "run config 'crash-after-step': expected an integer, got '2.7'"),
 ])
-def test_run_config_problem_refuses_naming_the_key(key, value, says):
+def test_run_config_refuses_naming_the_key(reader, key, value, says):
+    """spec.problem (what both sides build) and spec.server_settings (the ServerApp's own keys)."""
     from fedpne_jax.flower import spec
     with pytest.raises(ValueError) as caught:
-        spec.problem({key: value})
-    assert says in str(caught.value)
-
-
-@pytest.mark.parametrize("key,value,says", [
-    ("client-timeout", "nan", "run config 'client-timeout': expected a number of seconds > 0 (inf: no limit), got 'nan'"),
-    ("client-timeout", 0, "run config 'client-timeout': expected a number of seconds > 0"),
-    ("node-timeout", -5, "run config 'node-timeout': expected a number of seconds > 0"),
-    ("node-timeout", "soon", "run config 'node-timeout': expected a number of seconds > 0"),
-    ("poll", -1, "run config 'poll': expected a finite number >= 0, got -1"),
-    ("poll", "nan", "run config 'poll': expected a finite number >= 0, got 'nan'"),
-    ("resume", "maybe", "run config 'resume': expected true or false, got 'maybe'"),
-    ("resume", 2, "run config 'resume': expected true or false, got 2"),
-    ("on-client-loss", "retry", "run config 'on-client-loss': 'retry' is not one of"),
-    ("crash-after-step", "2.7", "run config 'crash-after-step': expected an integer, got '2.7'"),
-])
-def test_server_settings_refuse_naming_the_key(key, value, says):
-    from fedpne_jax.flower import spec
-    with pytest.raises(ValueError) as caught:
-        spec.server_settings({key: value})
+        getattr(spec, reader)({key: value})
     assert says in str(caught.value)
 
 
