@@ -4,6 +4,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -91,6 +92,33 @@ def test_ctrl_c_while_the_result_is_written_keeps_it(tmp_path, monkeypatch, caps
     data = json.loads(out.read_text())
     assert data["seeds"] == [0, 1, 2] and data["partial"] is False
     assert "the result is being written first" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_ctrl_c_while_an_output_fifo_has_no_reader_keeps_the_result(tmp_path, monkeypatch, capsys):
+    """--output names a FIFO nobody reads: the wait for a reader ends at Ctrl-C (the command line
+    defers Ctrl-C while a result is written, so a blocked open would wait for ever), the result goes
+    to the fallback file, and the exit says it was interrupted."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    monkeypatch.chdir(tmp_path)
+    write = fp.RunResult.write_json
+
+    def write_later_interrupted(self, path):
+        if path == str(fifo):                   # not the fallback file's write
+            _interrupt_after(0.5)               # while the FIFO waits for a reader
+        return write(self, path)
+
+    monkeypatch.setattr(fp.RunResult, "write_json", write_later_interrupted)
+    code = cli.main(["run", "--algorithm", "hct", "--horizon", "40", "--checkpoints", "4", "--seeds", "3",
+                     "--output", str(fifo)])
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert f"could not write {str(fifo)!r}: interrupted while waiting for a reader" in err
+    kept = [n for n in os.listdir(tmp_path) if n.startswith("fedpne-result-")]
+    assert len(kept) == 1 and f"the result is kept in {tmp_path / kept[0]}" in err
+    assert json.loads((tmp_path / kept[0]).read_text())["seeds"] == [0, 1, 2]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
 # `python -m fedpne_jax` with a line on stderr after each call of a run: the test interrupts once a call

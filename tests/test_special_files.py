@@ -6,9 +6,11 @@ import io
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import threading
+import time
 
 import pytest
 
@@ -103,6 +105,49 @@ def test_fifo_reader_receives_the_bytes(tmp_path, writer):
     reader.join(timeout=10)
     assert not reader.is_alive()
     assert received == [expected]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["out.fifo"]
+
+
+@needs_fifo
+def test_fifo_waits_for_a_reader_that_comes_later(tmp_path):
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    received = []
+
+    def late_reader():
+        time.sleep(0.5)
+        received.append(fifo.read_bytes())
+
+    reader = threading.Thread(target=late_reader, daemon=True)
+    reader.start()
+    write_json(str(fifo), DATA)
+    reader.join(timeout=10)
+    assert received == [TEXT]
+
+
+@needs_fifo
+@pytest.mark.parametrize("handler", ["counting", "default"])
+def test_ctrl_c_ends_the_wait_for_a_fifo_reader(tmp_path, handler):
+    """With nobody reading, a SIGINT ends the wait: a handler that only counts it (as the command line's
+    does while a result is written) still sees it, and the write fails with EINTR naming the FIFO;
+    Python's own handler raises KeyboardInterrupt.  Either way the FIFO stays a FIFO."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    seen = []
+    previous = signal.signal(signal.SIGINT, (lambda signum, frame: seen.append(signum)) if handler == "counting"
+                             else signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.3, signal.raise_signal, (signal.SIGINT,))
+        timer.start()
+        expected = (WriteError, "interrupted while waiting for a reader") if handler == "counting" \
+            else (KeyboardInterrupt, None)
+        with pytest.raises(expected[0], match=expected[1]) as caught:
+            write_json(str(fifo), DATA)
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if handler == "counting":
+        assert seen == [signal.SIGINT] and caught.value.errno == errno.EINTR and caught.value.filename == str(fifo)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["out.fifo"]
 
 

@@ -154,7 +154,9 @@ def command(args) -> int:
             try:
                 result.write_json(args.output)
             except OSError as err:
-                return keep_result(result, args.output, err)
+                # A Ctrl-C that ended a wait for a FIFO's reader: the result is kept, and the exit says why.
+                code = keep_result(result, args.output, err)
+                return EXIT_INTERRUPTED if deferred.count else code
             if args.output != "-":
                 print(f"  wrote {args.output}")
     if deferred.count:

@@ -19,8 +19,10 @@ import errno as errnos
 import io
 import json
 import os
+import signal
 import stat
 import sys
+import time
 
 STDOUT = "-"
 
@@ -84,6 +86,46 @@ def write_atomic(path: str, write, error: type = WriteError) -> None:
     _sync_folder(folder or ".")
 
 
+# How often a FIFO is tried while it has no reader.
+FIFO_POLL_SECONDS = 0.05
+
+
+def _open_fifo(target: str) -> int:
+    """The writing end of FIFO ``target`` once a reader has it open.  The wait polls, rather than
+    block in open(): a Ctrl-C handler that does not raise (the command line's, which lets a result
+    be written first) would leave a blocked open waiting for ever.  A SIGINT while waiting is passed
+    to the handler there was, and then ends the wait with EINTR, so the caller can keep the result
+    elsewhere."""
+    interrupted = []
+
+    def on_interrupt(signum, frame):
+        interrupted.append(signum)
+        if callable(previous):
+            previous(signum, frame)
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        restore = True
+    except ValueError:          # not the main thread: no handler can be set, and none is needed
+        previous, restore = None, False
+    try:
+        while True:
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as err:
+                if err.errno != errnos.ENXIO:          # ENXIO: no reader yet
+                    raise
+                if interrupted:
+                    raise OSError(errnos.EINTR, "interrupted while waiting for a reader") from None
+                time.sleep(FIFO_POLL_SECONDS)
+                continue
+            os.set_blocking(fd, True)
+            return fd
+    finally:
+        if restore:
+            signal.signal(signal.SIGINT, previous)
+
+
 def _write_stream(path: str, target: str | None, write, error: type) -> None:
     """Standard output (``target`` None) or a device or FIFO, written in place."""
     buffer = io.BytesIO()
@@ -107,7 +149,8 @@ def _write_stream(path: str, target: str | None, write, error: type) -> None:
                 out.flush()
             return
         # No fsync: devices and FIFOs refuse it (EINVAL), and there is nothing on disk to make durable.
-        with open(target, "wb") as fh:
+        opened = _open_fifo(target) if stat.S_ISFIFO(os.stat(target).st_mode) else os.open(target, os.O_WRONLY)
+        with open(opened, "wb") as fh:
             fh.write(data)
             fh.flush()
     except OSError as err:
