@@ -310,6 +310,11 @@ def test_overwrite_restarts_a_studys_time(tmp_path, monkeypatch):
         json.dump({"sensitivity": 1e6}, fh)
     reproduce("sensitivity", **quiet)
     assert json.load(open(timing))["sensitivity"] == 1e6
-    # ...and --overwrite, which discards the study and computes it again, starts its time afresh.
+    # ...and so does --overwrite, which discards only another definition's results: this study's are
+    # resumed, with nothing to compute...
+    reproduce("sensitivity", overwrite=True, **quiet)
+    assert json.load(open(timing))["sensitivity"] == 1e6
+    # ...while a changed study, discarded and computed again, starts its time afresh.
+    monkeypatch.setitem(studies.STUDIES, "sensitivity", tiny_studies(c=(0.1, 0.3))["sensitivity"])
     reproduce("sensitivity", overwrite=True, **quiet)
     assert json.load(open(timing))["sensitivity"] < 600

@@ -298,6 +298,46 @@ def test_damaged_or_missing_sweep_file_is_rewritten(out, clean, capsys, damage):
         fp.run_sweep(other, out, chunk_runs=1, progress=False)
 
 
+def test_overwrite_resumes_this_definitions_results(out, clean):
+    """--overwrite discards another definition's results only: rerunning an interrupted sweep's own
+    command, --overwrite included, computes what is missing and keeps what was done."""
+    for config in range(3):
+        chunk(out, config, 2).unlink()
+    report = sweep(out, overwrite=True)
+    assert report.runs_computed == 3 and report.runs_before == RUNS - 3
+    assert_same(out, clean)
+    assert sweep(out, overwrite=True).runs_computed == 0
+
+
+@pytest.mark.parametrize("state", ["whole", "no sweep.json", "no sweep.json or index"])
+def test_overwrite_discards_another_definition_with_or_without_its_sweep_file(out, clean, state):
+    """Another definition's folder is discarded by --overwrite, also where its sweep.json is gone (a
+    Ctrl-C while an overwrite removed it): its chunks say whose they are.  Without --overwrite it is
+    refused, naming the option."""
+    if state != "whole":
+        (out / "sweep.json").unlink()
+    if state == "no sweep.json or index":
+        (out / "index.json").unlink()
+    other = dict(definition(SEEDS), base_seed=4)
+    with pytest.raises(fp.SweepError, match="another sweep definition.*--overwrite|--overwrite"):
+        fp.run_sweep(other, out, chunk_runs=1, progress=False)
+    report = fp.run_sweep(other, out, chunk_runs=1, progress=False, overwrite=True)
+    assert report.runs_computed == RUNS and report.runs_before == 0
+    mine = json.loads((out / "sweep.json").read_text())["hash"]
+    assert mine == sweep_lib.load(other).hash != sweep_lib.load(definition(SEEDS)).hash
+    assert {store_lib._recorded_hash(p) for p in (out / "chunks").iterdir()} == {mine}
+    assert fp.load_sweep(out).complete
+
+
+def test_a_folder_with_only_an_empty_chunks_folder_is_new(tmp_path, clean):
+    """A Ctrl-C between making the chunks folder and writing sweep.json leaves only that: the rerun
+    starts the sweep there."""
+    (tmp_path / "out" / "chunks").mkdir(parents=True)
+    report = sweep(tmp_path / "out")
+    assert report.runs_computed == RUNS
+    assert_same(tmp_path / "out", clean)
+
+
 def test_index_entry_outside_the_chunks_folder_is_dropped(out, clean, capsys):
     """A tampered entry never makes the store touch a file outside chunks/."""
     listed = json.loads((out / "index.json").read_text())

@@ -41,7 +41,7 @@ def add_parser(sub):
     p.add_argument("--chunk-runs", type=whole_number, default=None, help="runs per call instead of sizing from --memory-gb")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true",
-                   help="discard results of a different definition in --out instead of refusing")
+                   help="discard results of a different definition in --out instead of refusing (this definition's are resumed)")
     p.add_argument("--repair", action="store_true",
                    help="rebuild index.json from the chunk files that verify (keeps chunks written but never "
                         "indexed); a missing or damaged index is rebuilt anyway")

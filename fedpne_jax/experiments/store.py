@@ -257,20 +257,15 @@ class Store:
     def _open(self, overwrite: bool, repair: bool) -> None:
         sweep, writer = self.sweep, self.writer
         sweep_file = os.path.join(self.path, SWEEP_FILE)
-        if overwrite and writer and os.path.exists(sweep_file):
-            for name in (SWEEP_FILE, INDEX_FILE):
+        stored, problem = self._stored()
+        if overwrite and writer and self._holds_another(stored, problem):
+            # The description goes last: a Ctrl-C part way leaves a folder that still says whose chunks
+            # it holds, and the same command discards the rest.
+            shutil.rmtree(os.path.join(self.path, CHUNKS), ignore_errors=True)
+            for name in (INDEX_FILE, SWEEP_FILE):
                 if os.path.exists(os.path.join(self.path, name)):
                     os.remove(os.path.join(self.path, name))
-            shutil.rmtree(os.path.join(self.path, CHUNKS), ignore_errors=True)
-        stored, problem = None, None
-        if os.path.exists(sweep_file):
-            try:
-                stored = read_json(sweep_file)
-            except SweepError as err:
-                problem = str(err)
-            else:
-                if not isinstance(stored, dict) or not isinstance(stored.get("hash"), str):
-                    stored, problem = None, f"{sweep_file!r} is damaged (not a sweep description)"
+            stored, problem = None, None
         if stored is not None:
             if stored["hash"] != sweep.hash:
                 raise SweepError(self._mismatch(stored))
@@ -303,10 +298,21 @@ class Store:
         else:
             self._rebuild(rebuild or f"{os.path.join(self.path, INDEX_FILE)!r} {index_problem}")
 
-    def _claim(self, problem: str | None) -> bool:
-        """For a folder without a sound sweep.json: False if it is new (empty), True if its chunks show
-        that it holds this sweep; refuse anything else rather than mix two definitions' results."""
-        names = [n for n in os.listdir(self.path) if not n.startswith(".")] if os.path.isdir(self.path) else []
+    def _stored(self) -> tuple[dict | None, str | None]:
+        """sweep.json's description, or None and what is wrong with it (None too where it is missing)."""
+        sweep_file = os.path.join(self.path, SWEEP_FILE)
+        if not os.path.exists(sweep_file):
+            return None, None
+        try:
+            stored = read_json(sweep_file)
+        except SweepError as err:
+            return None, str(err)
+        if not isinstance(stored, dict) or not isinstance(stored.get("hash"), str):
+            return None, f"{sweep_file!r} is damaged (not a sweep description)"
+        return stored, None
+
+    def _recorded(self) -> set:
+        """The definition hashes that the folder's chunks and index record."""
         chunk_folder = os.path.join(self.path, CHUNKS)
         files = sorted(n for n in os.listdir(chunk_folder) if n.endswith(".npz") and not n.startswith(".")) \
             if os.path.isdir(chunk_folder) else []
@@ -317,6 +323,25 @@ class Store:
                 recorded.add(read_json(index).get("hash"))
             except (SweepError, OSError, AttributeError):
                 pass
+        return recorded
+
+    def _holds_another(self, stored: dict | None, problem: str | None) -> bool:
+        """Whether the folder holds results of another definition, or results whose definition cannot be
+        read, which --overwrite discards; this sweep's own are resumed, with or without it."""
+        if stored is not None:
+            return stored["hash"] != self.sweep.hash
+        recorded = self._recorded()
+        if problem is None and not recorded and not os.path.isdir(os.path.join(self.path, CHUNKS)):
+            return False                # nothing of a sweep's here (a new folder, or one _claim refuses)
+        return recorded != {self.sweep.hash}
+
+    def _claim(self, problem: str | None) -> bool:
+        """For a folder without a sound sweep.json: False if it is new (empty), True if its chunks show
+        that it holds this sweep; refuse anything else rather than mix two definitions' results."""
+        names = [n for n in os.listdir(self.path) if not n.startswith(".")] if os.path.isdir(self.path) else []
+        if names == [CHUNKS] and not os.listdir(os.path.join(self.path, CHUNKS)):
+            names = []                  # made just before a Ctrl-C, with nothing in it yet
+        recorded = self._recorded()
         if problem is None and not names:
             return False
         if recorded == {self.sweep.hash}:
@@ -329,8 +354,7 @@ class Store:
         what = ("chunks of another sweep definition" if recorded - {self.sweep.hash, ""}
                 else "chunks that do not record their sweep (written by an older fedpne_jax)")
         raise SweepError(f"{problem or repr(os.path.join(self.path, SWEEP_FILE)) + ' is missing'}, and the folder "
-                         f"holds {what}: use a new --out folder" + (", or --overwrite to discard them"
-                                                                    if problem else ""))
+                         f"holds {what}: use a new --out folder, or --overwrite to discard them")
 
     def _rebuild(self, reason: str) -> None:
         self.chunks, rejected = scan_chunks(self.path, self.sweep.hash, self.sweep.seed_ids, self._ids)
