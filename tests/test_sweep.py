@@ -214,3 +214,18 @@ def test_chunk_planning():
     # Padded to the device count; a resumed configuration's gaps are filled, finished chunks kept.
     R, calls = plan(one, {"a": [(3, 5), (8, 10)]}, 10, 3, 4)
     assert R == 4 and calls == [[(0, 3, 4), (0, 4, 5), (0, 8, 10)]]
+
+
+def test_numpy_numbers_in_a_definition_are_the_numbers_they_hold():
+    """A definition built in Python with NumPy values (np.int64 from an arange, an array of seeds) is
+    the same sweep as with plain numbers: the same hash, stored as numbers, and found by them."""
+    plain = {"objectives": ["garland"], "algorithms": ["fedpne"], "clients": [4], "horizon": [50, 100],
+             "seeds": [0, 3], "base_seed": 2, "grid": {"c": [0.1, 0.2]}}
+    numpy = {"objectives": ["garland"], "algorithms": ["fedpne"], "clients": [np.int64(4)],
+             "horizon": list(np.array([50, 100])), "seeds": np.array([0, 3]), "base_seed": np.int32(2),
+             "grid": {"c": np.array([0.1, 0.2])}}
+    a, b = sweep_lib.load(plain), sweep_lib.load(numpy)
+    assert a.hash == b.hash and a.definition == b.definition
+    stored = json.loads(json.dumps(b.definition))
+    assert stored["horizon"] == [50, 100] and stored["seeds"] == [0, 3] and stored["clients"] == [4]
+    assert sweep_lib.load({**plain, "seeds": np.int64(2)}).hash == sweep_lib.load({**plain, "seeds": 2}).hash

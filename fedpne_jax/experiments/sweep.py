@@ -202,10 +202,25 @@ def _grid(raw: dict, where: str = "") -> dict:
     return grid
 
 
+def _plain(value):
+    """NumPy scalars and arrays in a definition from Python as the numbers and lists they hold: the
+    definition is stored as JSON and hashed by value, and ``np.int64(50)`` must be 50 in both."""
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def normalise(raw: dict) -> dict:
     """The definition with defaults filled in and everything checked that needs no config."""
     if not isinstance(raw, dict):
         raise SweepError(f"sweep definition must be a table/object, got {type(raw).__name__}")
+    raw = _plain(raw)
     plugins = _plugins(raw)
     names = [a for a in _list(raw, "algorithms", ["fedpne"])]
     for name in names:
