@@ -5,6 +5,8 @@ program has no operation whose numbers depend on the processor; the curve has th
 shape, never decreases and ends at the final regret; the simple regret ends at the recommendation's; a plain run raises no flag; a global value
 above f* is reported; bad parameters are refused by name before anything compiles.  Each algorithm
 compiles two programs here: its batch and its grid."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -157,6 +159,29 @@ def test_global_value_above_f_star_is_reported(algorithm, batches):
                                                 r".*\(seeds \[0, 1(, 2)?\]"):
         fp.run(_config(algorithm), low, seeds=SEEDS)
     assert executor.trace_count() == traces      # f* is data: the batch's program serves
+
+
+EXTREMES = (5e-324, 1e-320, 1e-200, 1e-30, 1e30, 1e200, 1.7e308)
+# Every real parameter of every algorithm (by its annotation: an optional one included).
+REALS = [(name, f.name) for name in sorted(CONTRACT)
+         for f in dataclasses.fields(registry.get(name).config_type) if "float" in str(f.type)]
+
+
+def test_every_algorithm_with_real_parameters_is_in_reals():
+    assert {name for name, _ in REALS} >= set(CONTRACT) - {"soo", "sequool", "stroquool"}
+
+
+@pytest.mark.parametrize("name, field", REALS)
+def test_extreme_real_parameters_are_accepted_or_refused_by_value(name, field):
+    """A real parameter at values from the smallest subnormal to the largest double: the config is
+    built or refused with a ValueError naming the parameter, never an arithmetic error of the
+    formulas it derives (a traceback on the command line)."""
+    base = _config(name)
+    for value in EXTREMES:
+        try:
+            base.replace(**{field: value})
+        except ValueError as err:
+            assert field in str(err), (value, str(err))
 
 
 def test_bad_parameters_are_refused_by_name(algorithm):

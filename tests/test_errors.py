@@ -41,8 +41,10 @@ BAD = [
     (dict(num_clients=2**21), "num_clients"),
     (dict(k=1000), "k "),
     (dict(capacity=2**30), "capacity"),
-    (dict(c=1e-200), "c and nu"),
-    (dict(nu=1e-200), "c and nu"),
+    (dict(c=1e-200), "c, nu, c1 and delta"),
+    (dict(nu=1e-200), "c, nu, c1 and delta"),
+    (dict(c1=1.7e308), "c, nu, c1 and delta"),
+    (dict(delta=5e-324), "c, nu, c1 and delta"),
     (dict(dp_epsilon=1e-200, dp_delta=0.1), "dp_epsilon"),
     (dict(noise="gaussian:1e30"), "noise scale"),
 ]

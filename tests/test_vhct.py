@@ -175,8 +175,8 @@ def test_a_horizon_the_table_cannot_hold_is_refused():
     with pytest.raises(ValueError, match=r"horizon: VHCT's node table would need 26666673 rows"):
         vhct.VHCTConfig(horizon=2 * 10 ** 7, pyxab=True, checkpoints=1)
     assert vhct.VHCTConfig(horizon=2 * 10 ** 7, checkpoints=1).capacity < 40_000   # the paper's: no re-expansion
-    with pytest.raises(ValueError, match=r"c, nu, rho and bound must keep VHCT's widths and thresholds within "
-                                         r"float32 range"):
+    with pytest.raises(ValueError, match=r"c, nu, rho, bound and delta must keep VHCT's widths and thresholds "
+                                         r"within float32 range"):
         vhct.VHCTConfig(c=1e-20, rho=0.01)
 
 

@@ -7,6 +7,7 @@ under fedpne_jax/algorithms/.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from fedpne_jax.core import checkpoints
@@ -41,6 +42,26 @@ def parse_noise(spec: str) -> tuple[str, float]:
     return kind, value
 
 
+def _arithmetic_refused(post_init):
+    @functools.wraps(post_init)
+    def checked(self):
+        try:
+            post_init(self)
+        except ArithmeticError as err:
+            given = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+                     if f.default is not dataclasses.MISSING and _differs(getattr(self, f.name), f.default)]
+            raise ValueError(f"{', '.join(given) or 'the defaults'}: beyond what {type(self).__name__}'s "
+                             f"formulas can compute in floating point ({err})") from None
+    return checked
+
+
+def _differs(value, default) -> bool:
+    try:
+        return bool(value != default)
+    except (TypeError, ValueError):
+        return True
+
+
 class NoiseSpec:
     """What every algorithm's config derives from its fields: the noise kind and scale from its
     ``noise`` string, its checkpoint rounds from ``horizon`` and ``checkpoints``, and ``replace``."""
@@ -48,6 +69,15 @@ class NoiseSpec:
     noise: str             # fields of every config dataclass built on this (not a dataclass itself)
     horizon: int
     checkpoints: int
+
+    def __init_subclass__(cls, **kwargs):
+        # A value the field checks let through can still overflow or divide by zero in the formulas a
+        # config derives from it (nu = 1e-200 squared is 0): refused as a bad parameter, like the rest,
+        # and not a traceback.  Every config's own __post_init__ is wrapped, once, here.
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__post_init__")
+        if own is not None:
+            cls.__post_init__ = _arithmetic_refused(own)
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)

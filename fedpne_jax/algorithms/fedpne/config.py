@@ -114,7 +114,8 @@ class FedPNEConfig(NoiseSpec):
         except (OverflowError, ValueError, ZeroDivisionError):
             log_scale = math.nan
         if not abs(log_scale) < 700:
-            raise ValueError(f"c and nu must keep c^2 L / nu^2 within float64 range, got c={self.c_value}, nu={self.nu}")
+            raise ValueError(f"c, nu, c1 and delta must keep c^2 L / nu^2 (L = log(c1 T / delta)) within float64 "
+                             f"range, got c={self.c_value}, nu={self.nu}, c1={self.c1}, delta={self.delta_value}")
 
     @property
     def dp(self) -> bool:

@@ -61,9 +61,9 @@ class VHCTConfig(hct.Schedule, TreeConfig):
         with np.errstate(over="ignore"):
             values = [np.asarray(v, real) for v in host_tables(self, height)]
         if not all(np.all(np.isfinite(v)) for v in values) or not np.all(values[1][1:] > 0):
-            raise ValueError(f"c, nu, rho and bound must keep VHCT's widths and thresholds within {self.precision} "
-                             f"range down to depth {height}, got c={self.c}, nu={self.nu}, rho={self.rho}, "
-                             f"bound={self.bound}")
+            raise ValueError(f"c, nu, rho, bound and delta must keep VHCT's widths and thresholds within "
+                             f"{self.precision} range down to depth {height}, got c={self.c}, nu={self.nu}, "
+                             f"rho={self.rho}, bound={self.bound}, delta={self.delta}")
 
     @property
     def floor(self) -> float:
