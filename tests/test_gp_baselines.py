@@ -251,6 +251,8 @@ def test_nan_objective_raises(runs):
     (gpucb, "trace", -1), (gpucb, "lam", 0.0), (gpucb, "B", -1.0), (gpucb, "R", -0.1), (gpucb, "delta", 1.0),
     (gpucb, "horizon", 0), (kernelts, "lam", -1.0), (kernelts, "nu", "1"), (bo, "noise_var", 0.0),
     (bo, "xi", -0.1), (bo, "initial", 0), (bo, "initial", 2.5), (bbo, "num_clients", 0),
+    # A noise variance under float32's resolution of the prior's 1 (the runs collapse at 1e-8).
+    (gpucb, "lam", 1e-8), (kernelts, "lam", 5e-7), (bo, "noise_var", 1e-8), (bbo, "lam", 1e-50),
 ])
 def test_bad_parameters_raise_naming_them(module, field, value):
     with pytest.raises(ValueError, match=field):

@@ -30,7 +30,7 @@ class BOConfig(gp.GPConfig):
     initial: int = 5
 
     def __post_init__(self):
-        check_real("noise_var", self.noise_var, low=0.0, magnitude=gp.GP_MAGNITUDE)
+        gp.check_noise_var("noise_var", self.noise_var)
         check_real("xi", self.xi, low=0.0, low_open=False, magnitude=gp.GP_MAGNITUDE)
         check_int("initial", self.initial, 1)
         super().__post_init__()

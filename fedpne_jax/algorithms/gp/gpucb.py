@@ -33,7 +33,7 @@ class GPUCBConfig(gp.GPConfig):
 
     def __post_init__(self):
         if self.lam is not None:
-            check_real("lam", self.lam, low=0.0, magnitude=gp.GP_MAGNITUDE)
+            gp.check_noise_var("lam", self.lam)
         check_real("B", self.B, low=0.0, low_open=False, magnitude=gp.GP_MAGNITUDE)
         if self.R is not None:
             check_real("R", self.R, low=0.0, low_open=False, magnitude=gp.GP_MAGNITUDE)

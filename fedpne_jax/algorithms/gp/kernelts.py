@@ -28,7 +28,7 @@ class KernelTSConfig(gp.GPConfig):
     nu: float = 1.0
 
     def __post_init__(self):
-        check_real("lam", self.lam, low=0.0, magnitude=gp.GP_MAGNITUDE)
+        gp.check_noise_var("lam", self.lam)
         check_real("nu", self.nu, low=0.0, low_open=False, magnitude=gp.GP_MAGNITUDE)
         super().__post_init__()
 
