@@ -97,7 +97,10 @@ def register(name: str, factory: Callable, **defaults) -> UserSpec:
     if unknown:
         raise ValueError(f"objective {name!r}: unknown default(s) {', '.join(unknown)}; the defaults are "
                          f"{', '.join(sorted(fields))}")
-    new = UserSpec(factory=factory, **defaults)
+    try:
+        new = UserSpec(factory=factory, **defaults)
+    except ValueError as err:
+        raise ValueError(f"objective {name!r}: {err}") from None
     existing = OBJECTIVES.get(name)
     if existing is not None:
         if isinstance(existing, UserSpec) and existing == new:

@@ -275,6 +275,37 @@ class UserSpec:
     fixed_dim: bool = False
     kind: str = "user"
 
+    def __post_init__(self):
+        # Checked when registered, so that a bad default is named as the plugin's, not met later as
+        # a run's bad horizon or client count.
+        for field in ("default_clients", "default_horizon", "default_seeds"):
+            value = getattr(self, field)
+            if not is_int(value) or value < 1:
+                raise ValueError(f"{field} must be an integer >= 1, got {value!r}")
+        for field in ("default_dim", "max_clients"):
+            value = getattr(self, field)
+            if value is not None and (not is_int(value) or value < 1):
+                raise ValueError(f"{field} must be None or an integer >= 1, got {value!r}")
+        if self.max_clients is not None and self.default_clients > self.max_clients:
+            raise ValueError(f"default_clients={self.default_clients} is more than max_clients={self.max_clients}")
+        if not isinstance(self.heterogeneities, tuple) or not all(isinstance(h, str) for h in self.heterogeneities):
+            raise ValueError(f"heterogeneities must be a tuple of names, got {self.heterogeneities!r}")
+        if self.default_heterogeneity is not None and self.heterogeneities \
+                and self.default_heterogeneity not in self.heterogeneities:
+            raise ValueError(f"default_heterogeneity {self.default_heterogeneity!r} is not one of "
+                             f"heterogeneities {self.heterogeneities}")
+        params = self._parameters()
+        if params is not None and "num_clients" not in params \
+                and not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            raise ValueError(f"the factory must take num_clients= (it is called as factory(num_clients=M, ...)); "
+                             f"its parameters are {', '.join(params) or 'none'}")
+
+    def _parameters(self):
+        try:
+            return inspect.signature(self.factory).parameters
+        except (TypeError, ValueError):                 # a callable without a signature: give it everything
+            return None
+
     def heterogeneity_for(self, noise_kind: str | None) -> str | None:
         return self.default_heterogeneity
 
@@ -283,11 +314,12 @@ class UserSpec:
         # An option the factory does not name is refused only when it is set: left at its default
         # (None, seed 0) it asks for nothing the factory could ignore.
         heterogeneity = self.default_heterogeneity if heterogeneity is None else heterogeneity
+        if self.heterogeneities and heterogeneity is not None and heterogeneity not in self.heterogeneities:
+            raise ValueError(f"heterogeneity of {name!r} must be one of {self.heterogeneities}, got {heterogeneity!r}")
+        if self.max_clients is not None and num_clients > self.max_clients:
+            raise ValueError(f"objective {name!r} has at most {self.max_clients} clients, got num_clients={num_clients}")
         options = dict(heterogeneity=heterogeneity, seed=seed, dim=dim, amplitude=amplitude, instance=instance)
-        try:
-            params = inspect.signature(self.factory).parameters
-        except (TypeError, ValueError):                 # a callable without a signature: give it everything
-            params = None
+        params = self._parameters()
         open_kwargs = params is None or any(p.kind == p.VAR_KEYWORD for p in params.values())
         given = {}
         for key, value in options.items():
@@ -305,4 +337,7 @@ class UserSpec:
         if objective.num_clients != num_clients:
             raise ValueError(f"objective {name!r}: its factory built {objective.num_clients} clients, "
                              f"asked for num_clients={num_clients}")
+        if given.get("dim") is not None and objective.dim != given["dim"]:
+            raise ValueError(f"objective {name!r}: its factory built a {objective.dim}-D objective, asked for "
+                             f"dim={given['dim']}")
         return objective

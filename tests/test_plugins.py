@@ -115,6 +115,35 @@ def test_registering_twice_is_a_no_op_and_conflicts_name_the_taken_name(plugins)
         objectives.register("garland", spec.factory)
 
 
+def test_a_registered_objective_is_held_to_what_it_declares(plugins):
+    """A factory's signature, its limits and its defaults are checked where they are registered or
+    used, naming the objective: none is silently ignored, and no call ends in a TypeError."""
+    def garland(num_clients, dim=None, heterogeneity=None):       # builds 1-D Garland whatever dim says
+        return objectives.make_objective("garland", num_clients=num_clients)
+
+    with pytest.raises(ValueError, match=r"objective 'no-m': the factory must take num_clients=.*are M, dim"):
+        objectives.register("no-m", lambda M, dim=1: garland(M))
+    for defaults, message in [(dict(default_clients=0), "default_clients must be an integer >= 1"),
+                              (dict(default_horizon=-5), "default_horizon must be an integer >= 1"),
+                              (dict(default_seeds=2.5), "default_seeds must be an integer >= 1"),
+                              (dict(max_clients=2), "default_clients=10 is more than max_clients=2"),
+                              (dict(heterogeneities=("none",), default_heterogeneity="shift"),
+                               "default_heterogeneity 'shift' is not one of heterogeneities"),
+                              (dict(heterogeneities="none"), "heterogeneities must be a tuple")]:
+        with pytest.raises(ValueError, match=f"objective 'limited': {re.escape(message)}"):
+            objectives.register("limited", garland, **defaults)
+    assert "no-m" not in objectives.OBJECTIVES and "limited" not in objectives.OBJECTIVES
+    objectives.register("limited", garland, max_clients=4, default_clients=2, heterogeneities=("none",))
+    assert objectives.make_objective("limited", num_clients=4).num_clients == 4
+    with pytest.raises(ValueError, match="objective 'limited' has at most 4 clients, got num_clients=5"):
+        objectives.make_objective("limited", num_clients=5)
+    with pytest.raises(ValueError, match=r"heterogeneity of 'limited' must be one of \('none',\), got 'shift'"):
+        objectives.make_objective("limited", heterogeneity="shift")
+    with pytest.raises(ValueError, match="objective 'limited': its factory built a 1-D objective, asked for dim=3"):
+        objectives.make_objective("limited", dim=3)
+    assert objectives.make_objective("limited", dim=1).dim == 1
+
+
 def test_the_describe_hook_makes_the_result(plugins):
     """An Algorithm's describe hook turns its outputs into the result; without one, the metrics it
     names are kept."""
