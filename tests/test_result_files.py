@@ -158,6 +158,18 @@ def test_the_undamaged_file_is_read_by_every_command(valid, command, tmp_path, c
     assert load.read_run(path, measures=True) == valid
 
 
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_partial_file_is_read_with_a_note_that_says_so(valid, command, tmp_path, capsys):
+    """The seeds a run finished before Ctrl-C (``partial``) are read, and the command says they are
+    only those; a whole run's file gets no note."""
+    path = _write(tmp_path, dict(valid, partial=True))
+    assert main(_argv(command, path, tmp_path)) == 0
+    assert f"fedpne: note: {path!r} holds the 2 seed(s) that finished before its run was interrupted" \
+        in capsys.readouterr().err
+    assert main(_argv(command, _write(tmp_path, dict(valid, partial=False), "whole.json"), tmp_path)) == 0
+    assert "note" not in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def cli_file(tmp_path_factory):
     """A file written by ``fedpne run --output`` itself."""

@@ -329,6 +329,25 @@ def test_overwrite_discards_another_definition_with_or_without_its_sweep_file(ou
     assert fp.load_sweep(out).complete
 
 
+@pytest.mark.parametrize("command", ["plot", "report", "export"])
+def test_an_unfinished_sweep_is_read_with_a_note_of_what_is_missing(out, command, tmp_path, capsys):
+    """plot, report and export read an unfinished sweep's finished runs, and say on standard error
+    how many are missing and that configurations without any are left out."""
+    for start in range(SEEDS):
+        chunk(out, 0, start).unlink()
+    chunk(out, 1, 2).unlink()
+    target = {"plot": ["--out", str(tmp_path / "f.png")], "report": ["--out", str(tmp_path / "r"), "--no-plots"],
+              "export": ["--format", "csv", "--out", str(tmp_path / "runs.csv")]}[command]
+    assert main([command, str(out), *target]) == 0
+    assert (f"fedpne: note: {str(out)!r} is an unfinished sweep: {RUNS - SEEDS - 1} of {RUNS} runs are done, and 1 "
+            f"of its 3 configurations have none, so they are left out") in capsys.readouterr().err
+
+
+def test_a_finished_sweep_is_read_without_a_note(clean, tmp_path, capsys):
+    assert main(["export", str(clean), "--format", "csv", "--out", str(tmp_path / "runs.csv")]) == 0
+    assert "note" not in capsys.readouterr().err
+
+
 def test_a_folder_with_only_an_empty_chunks_folder_is_new(tmp_path, clean):
     """A Ctrl-C between making the chunks folder and writing sweep.json leaves only that: the rerun
     starts the sweep there."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from fedpne_jax.core import checkpoints as checkpoints_lib
 from fedpne_jax.core import measures, registry
-from fedpne_jax.experiments.load import load_sweep, read_input
+from fedpne_jax.experiments.load import read_finished_part, read_input
 from objectives import registry as objective_registry
 
 QUANTILES = (0.1, 0.5, 0.9)
@@ -102,7 +102,7 @@ def _run_entry(path: str, data: dict) -> Entry:
 
 
 def _sweep_entries(path: str) -> list[Entry]:
-    res = load_sweep(path, allow_partial=True)
+    res = read_finished_part(path)
     out = []
     # A label names what varies among one algorithm's configurations; the objective and its dimension
     # are the problem, named apart.

@@ -149,10 +149,28 @@ def read_input(path, measures: bool = False) -> tuple:
     if os.path.isdir(path):
         return "sweep", None
     if os.path.isfile(path):
-        return "run", read_run(path, measures)
+        data = read_run(path, measures)
+        if data.get("partial") is True:
+            print(f"fedpne: note: {os.fspath(path)!r} holds the {len(data['per_seed']['curves'])} seed(s) that "
+                  f"finished before its run was interrupted (marked partial)", file=sys.stderr)
+        return "run", data
     if not os.path.lexists(path):
         raise ValueError(f"{os.fspath(path)!r} does not exist (a run result JSON file or a sweep folder)")
     raise ValueError(f"{os.fspath(path)!r} is neither a run result (JSON file) nor a sweep folder")
+
+
+def read_finished_part(path) -> SweepResults:
+    """A sweep folder as plot, report and export read it: an unfinished one too, by its finished runs,
+    with a note on standard error of what is missing, so that a figure or a table of part of a sweep
+    does not pass for the whole of it."""
+    res = load_sweep(path, allow_partial=True)
+    if not res.complete:
+        empty = int((~res.done.any(axis=1)).sum())
+        print(f"fedpne: note: {os.fspath(path)!r} is an unfinished sweep: {int(res.done.sum())} of {res.done.size} "
+              f"runs are done" + (f", and {empty} of its {len(res.configs)} configurations have none, so they are "
+                                  f"left out" if empty else "") + "; rerun its sweep command to finish it",
+              file=sys.stderr)
+    return res
 
 
 def read_run(path, measures: bool = False) -> dict:

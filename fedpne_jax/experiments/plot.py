@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedpne_jax.core import registry
-from fedpne_jax.experiments.load import load_sweep, read_input
+from fedpne_jax.experiments.load import read_finished_part, read_input
 from fedpne_jax.plotting.render import draw
 from fedpne_jax.plotting.series import stats
 from fedpne_jax.plotting.style import FULL_WIDTH
@@ -27,7 +27,7 @@ def _run_series(path: str, data: dict) -> list[dict]:
 
 
 def _sweep_series(path: str) -> list[dict]:
-    res = load_sweep(path, allow_partial=True)
+    res = read_finished_part(path)
     out = []
     # A series is labelled by the parameters that differ between the configurations of its own
     # algorithm (and the objective's, which differ between all): not by what varies for another.
