@@ -25,6 +25,7 @@ from objectives.bbob_functions import t_osz as t_osz
 from objectives.bbob_instances import HI as HI
 from objectives.bbob_instances import LO as LO
 from objectives.bbob_instances import MAX_DIM as MAX_DIM
+from objectives.bbob_instances import MAX_INSTANCE as MAX_INSTANCE
 from objectives.bbob_instances import NAMES as NAMES
 from objectives.bbob_instances import NUM_FUNCTIONS as NUM_FUNCTIONS
 from objectives.bbob_instances import ONE_DIMENSIONAL as ONE_DIMENSIONAL

@@ -66,10 +66,14 @@ def check_dim(function: int, dim) -> int:
     return int(dim)
 
 
+# Checked against cocoex up to 10^9 - 1; COCO's generator casts seed / 127773 to a 32-bit int.
+MAX_INSTANCE = 10**9 - 1
+
+
 def check_instance(instance) -> int:
-    # Checked against cocoex up to 10^9 - 1; COCO's generator casts seed / 127773 to a 32-bit int.
-    if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)) or not 1 <= instance < 10**9:
-        raise ValueError(f"instance must be an integer >= 1 (COCO's instance number), got {instance!r}")
+    if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)) or not 1 <= instance <= MAX_INSTANCE:
+        raise ValueError(f"instance must be an integer in [1, {MAX_INSTANCE}] (COCO's instance number), "
+                         f"got {instance!r}")
     return int(instance)
 
 

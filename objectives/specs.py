@@ -243,7 +243,10 @@ class BBOBSpec:
                 raise ValueError(f"amplitude applies to heterogeneity 'fourier' only, "
                                  f"got heterogeneity {heterogeneity!r}")
             one = bbob.Reward(k)
-            numbers = [bbob.check_instance(instance + m) for m in range(num_clients)]
+            if instance + num_clients - 1 > bbob.MAX_INSTANCE:
+                raise ValueError(f"instance: heterogeneity 'instances' gives client m COCO's instance {instance} + m, "
+                                 f"and {instance} + {num_clients - 1} is over {bbob.MAX_INSTANCE}")
+            numbers = list(range(instance, instance + num_clients))
             data = {"base": bbob.stacked_arrays([bbob.instance(k, dim, i) for i in numbers])}
             f_star = 0.0 if num_clients == 1 else bbob.instances_f_star(k, dim, numbers)[0]
             return Objective(name=name, lo=lo, hi=hi, f_star=f_star, num_clients=num_clients,

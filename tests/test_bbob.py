@@ -243,3 +243,15 @@ def test_legacy_generator():
     R = bbob.legacy_rotation(12345, 7)
     np.testing.assert_allclose(R @ R.T, np.eye(7), atol=1e-13)
     assert bbob.legacy_fopt(1, 1) == 79.48 and math.isclose(bbob.legacy_fopt(2, 1), -209.88)
+
+
+def test_instance_numbers_beyond_cocos_range_are_refused_naming_the_bound():
+    with pytest.raises(ValueError, match=r"instance must be an integer in \[1, 999999999\].*got 1000000000"):
+        objectives.make_objective("bbob-f1", dim=2, instance=10**9)
+    with pytest.raises(ValueError, match=r"instance must be an integer in \[1, 999999999\].*got 0"):
+        objectives.make_objective("bbob-f1", dim=2, instance=0)
+    # Client m sees instance + m: the last client's number is the one over the bound.
+    with pytest.raises(ValueError, match=r"instance: heterogeneity 'instances' gives client m COCO's instance "
+                                         r"999999998 \+ m, and 999999998 \+ 2 is over 999999999"):
+        objectives.make_objective("bbob-f1", dim=2, heterogeneity="instances", instance=10**9 - 2, num_clients=3)
+    assert objectives.make_objective("bbob-f1", dim=2, instance=10**9 - 1).num_clients == 1
