@@ -16,7 +16,7 @@ from fedpne_jax.experiments import sweep as sweep_lib
 from fedpne_jax.experiments import workers
 from fedpne_jax.experiments.store import write_json
 from fedpne_jax.paper import figures, studies, summary
-from fedpne_jax.paper.reproduce import reproduce, resolve
+from fedpne_jax.paper.reproduce import TIMING, reproduce, resolve, study_seconds
 from fedpne_jax.plotting.render import draw
 from tests.support.fake_sweeps import fake_results
 from tests.support.tiny_studies import tiny_studies
@@ -91,7 +91,23 @@ def test_summary_is_generated_from_the_data(quick, tmp_path):
     with open(tmp_path / "figures" / "sensitivity.json", "w") as fh:
         json.dump(data, fh)
     text = open(summary.write(str(tmp_path))).read()
-    assert "Skipped (written by another version; rerun to refresh): sensitivity.json" in text
+    assert "Skipped (not this version's figure data; rerun to refresh): sensitivity.json" in text
+    # So are a damaged file and ones that are not a figure's data at all, beside it.
+    (tmp_path / "figures" / "cut.json").write_text('{"schema": ')
+    (tmp_path / "figures" / "list.json").write_text("[1]")
+    (tmp_path / "figures" / "binary.json").write_bytes(b"\xff\xfe")
+    text = open(summary.write(str(tmp_path))).read()
+    assert "Skipped (not this version's figure data; rerun to refresh): binary.json, cut.json, list.json, " \
+           "sensitivity.json" in text
+
+
+@pytest.mark.parametrize("content", ['[]', '{"sensitivity": "long"}', '{"sensitivity": '])
+def test_damaged_study_times_start_afresh_with_a_note(tmp_path, capsys, content):
+    (tmp_path / TIMING).write_text(content)
+    assert study_seconds(str(tmp_path)) == {}
+    assert f"fedpne: note: {str(tmp_path / TIMING)!r}" in capsys.readouterr().err
+    (tmp_path / TIMING).write_text('{"sensitivity": 12.5}')
+    assert study_seconds(str(tmp_path)) == {"sensitivity": 12.5}
 
 
 def _curve_series(key, final_mean, final_err, runs=100):

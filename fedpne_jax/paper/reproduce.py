@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import sys
 
 from fedpne_jax.core import sharding
 from fedpne_jax.core.errors import MissingExtra
@@ -65,7 +66,20 @@ TIMING = "timing.json"      # per study: wall seconds spent computing it, summed
 def study_seconds(base: str) -> dict:
     """{study: wall seconds} recorded in ``base/timing.json`` (empty before the first study ran)."""
     path = os.path.join(base, TIMING)
-    return read_json(path) if os.path.exists(path) else {}
+    if not os.path.exists(path):
+        return {}
+    try:
+        timing = read_json(path)
+    except store.SweepError as err:
+        timing, problem = None, str(err)
+    else:
+        problem = f"{path!r} is not a table of study seconds"
+    if isinstance(timing, dict) and all(type(v) in (int, float) for v in timing.values()):
+        return timing
+    # The times are a note beside the studies, not results: a damaged file must not stop them, and
+    # it is written again as they finish.
+    print(f"fedpne: note: {problem}; the studies' times start afresh", file=sys.stderr)
+    return {}
 
 
 def reproduce(names="all", out: str = "results", quick: bool = False, seeds: int | None = None,

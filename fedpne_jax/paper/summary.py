@@ -24,12 +24,17 @@ HELD, NOT_HELD, INCONCLUSIVE = "**held**", "**not held**", "**inconclusive**"
 
 
 def load_figures(out: str) -> tuple[dict, list]:
-    """{figure: data} of ``out/figures/*.json``, and the files skipped (another layout version)."""
+    """{figure: data} of ``out/figures/*.json``, and the files skipped: another layout version's, or
+    files that are not a figure's data at all (damaged, or put there by hand), which must not stop the
+    summary of the others."""
     figures, skipped = {}, []
     for path in sorted(glob.glob(os.path.join(out, "figures", "*.json"))):
-        with open(path) as fh:
-            data = json.load(fh)
-        if data.get("schema") != SCHEMA:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (ValueError, RecursionError):        # JSONDecodeError, UnicodeDecodeError
+            data = None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("figure"), str):
             skipped.append(os.path.basename(path))
             continue
         figures[data["figure"]] = data
@@ -318,7 +323,7 @@ def _heterogeneity(figures, lines, claims):
 def render(figures: dict, skipped: Sequence[str] = (), figure_dir: str = "figures/") -> str:
     """The summary's Markdown; ``figure_dir``: where the PNGs lie relative to the summary file."""
     if not figures:
-        note = f" Skipped (written by another version; rerun to refresh): {', '.join(skipped)}." if skipped else ""
+        note = f" Skipped (not this version's figure data; rerun to refresh): {', '.join(skipped)}." if skipped else ""
         return f"# Summary\n\nNo figure data yet: run `fedpne reproduce all`.{note}\n"
     modes = sorted({f["run"]["mode"] for f in figures.values()})
     devices = sorted({f["run"]["device"] for f in figures.values()})
@@ -331,7 +336,7 @@ def render(figures: dict, skipped: Sequence[str] = (), figure_dir: str = "figure
         lines.append(f"| [{name}]({figure_dir}{name}.png) | {f['paper'] or 'new'} | `{f['run']['command']}` | "
                      f"{sum(f['run']['seconds'].values()):.0f} |")
     if skipped:
-        lines += ["", f"Skipped (written by another version; rerun to refresh): {', '.join(skipped)}."]
+        lines += ["", f"Skipped (not this version's figure data; rerun to refresh): {', '.join(skipped)}."]
     lines.append("")
     body: list[str] = []
     claims: list[tuple[str, str, str]] = []      # (claim, verdict, evidence)
