@@ -329,7 +329,7 @@ def test_a_sweeps_configurations_get_shades_and_labels_of_what_differs_for_them(
     fake = SimpleNamespace(configs=configs, algorithms=[c["algorithm"] for c in configs],
                            done=[np.ones(3, bool)] * len(configs), checkpoints=[ROUNDS] * len(configs),
                            curves=[np.outer(np.arange(1, 4), ROUNDS) * (i + 1) for i in range(len(configs))])
-    monkeypatch.setattr(results_plot, "load_sweep", lambda path, allow_partial: fake)
+    monkeypatch.setattr(results_plot, "read_finished_part", lambda path: fake)
     styles = line_styles(rendered(results_plot.results_figure([str(tmp_path)])))
     fed = {label: colour for label, (colour, _) in styles.items() if label.startswith("Fed-PNE")}
     assert len(fed) == 9 and len(set(fed.values())) == 9
