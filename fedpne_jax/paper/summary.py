@@ -21,6 +21,7 @@ from fedpne_jax.paper.figures import SCHEMA, TITLES
 
 Z = 2.0
 HELD, NOT_HELD, INCONCLUSIVE = "**held**", "**not held**", "**inconclusive**"
+SKIPPED = "Skipped (not this version's figure data; rerun to refresh)"     # before the files load_figures skipped
 
 
 def load_figures(out: str) -> tuple[dict, list]:
@@ -323,7 +324,7 @@ def _heterogeneity(figures, lines, claims):
 def render(figures: dict, skipped: Sequence[str] = (), figure_dir: str = "figures/") -> str:
     """The summary's Markdown; ``figure_dir``: where the PNGs lie relative to the summary file."""
     if not figures:
-        note = f" Skipped (not this version's figure data; rerun to refresh): {', '.join(skipped)}." if skipped else ""
+        note = f" {SKIPPED}: {', '.join(skipped)}." if skipped else ""
         return f"# Summary\n\nNo figure data yet: run `fedpne reproduce all`.{note}\n"
     modes = sorted({f["run"]["mode"] for f in figures.values()})
     devices = sorted({f["run"]["device"] for f in figures.values()})
@@ -336,7 +337,7 @@ def render(figures: dict, skipped: Sequence[str] = (), figure_dir: str = "figure
         lines.append(f"| [{name}]({figure_dir}{name}.png) | {f['paper'] or 'new'} | `{f['run']['command']}` | "
                      f"{sum(f['run']['seconds'].values()):.0f} |")
     if skipped:
-        lines += ["", f"Skipped (not this version's figure data; rerun to refresh): {', '.join(skipped)}."]
+        lines += ["", f"{SKIPPED}: {', '.join(skipped)}."]
     lines.append("")
     body: list[str] = []
     claims: list[tuple[str, str, str]] = []      # (claim, verdict, evidence)
